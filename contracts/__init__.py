@@ -1,0 +1,1 @@
+"""The shared contract suite: every adapter must pass every test here."""

@@ -1,0 +1,1 @@
+"""TaskQ: Postgres-backed, asyncio-native background jobs."""

@@ -1,0 +1,1 @@
+"""TaskQ adapters layer."""

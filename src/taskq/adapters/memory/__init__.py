@@ -1,0 +1,1 @@
+"""TaskQ adapters/memory layer."""

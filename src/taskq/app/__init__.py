@@ -1,0 +1,1 @@
+"""TaskQ app layer."""

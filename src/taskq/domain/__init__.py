@@ -1,0 +1,1 @@
+"""TaskQ domain layer."""

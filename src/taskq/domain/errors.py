@@ -1,0 +1,197 @@
+"""The one error hierarchy of TaskQ.
+
+Every adapter translates its driver's errors into these at one boundary and
+raises them ``from`` the original, so callers and contract tests only ever see
+domain errors::
+
+    TaskQError
+    ├── ConfigurationError
+    │   ├── SettingsInvariantError        (cross-field timing rules; names the variables)
+    │   ├── InvalidIdentifierError        (schema names and other SQL identifiers)
+    │   └── RegistryError                 (actor registry of the wrong shape)
+    ├── ActorError
+    │   ├── UnknownActorError
+    │   └── ActorSignatureError
+    ├── ActorConfigDriftError             (one actor × one structural field)
+    ├── ActorConfigDriftList              (all drift found in one startup check)
+    ├── PayloadValidationError            (never retried)
+    ├── DeadlineExceeded                  (schedule_to_close passed)
+    ├── HeartbeatLost                     (recorded on jobs of an isolated worker)
+    ├── EnqueueRefused
+    │   ├── MaxPendingExceeded
+    │   ├── MaxPendingLockTimeoutError
+    │   ├── UniqueForLockTimeoutError
+    │   └── IdempotencyKeyLockTimeoutError
+    ├── JobNotFound
+    ├── LeaseLost                         (fencing token no longer matches: not the owner)
+    ├── IllegalTransition                 (a status change the lifecycle forbids)
+    ├── JobFailed                         (raised by JobHandle.wait for a failed job)
+    ├── StoreUnavailable                  (database unreachable or connection dropped)
+    ├── LeaderLockLost
+    ├── RateLimitUnavailable              (limiter backend failed and no fallback)
+    └── ReservationUnavailable            (no concurrency slot free)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+class TaskQError(Exception):
+    """Base of every error TaskQ raises on purpose."""
+
+
+class ConfigurationError(TaskQError):
+    """The configuration cannot work; the process should not start."""
+
+
+class SettingsInvariantError(ConfigurationError):
+    """One or more cross-field settings rules are violated.
+
+    ``violations`` holds one human-readable line per broken rule, each naming
+    the ``TASKQ_*`` variables involved and their values.
+    """
+
+    def __init__(self, violations: Sequence[str]) -> None:
+        self.violations = tuple(violations)
+        super().__init__("invalid settings: " + "; ".join(self.violations))
+
+
+class InvalidIdentifierError(ConfigurationError):
+    """A value that must be a plain SQL identifier is not one."""
+
+
+class RegistryError(ConfigurationError):
+    """The actor registry is not a mapping or a list/tuple of actors."""
+
+
+class ActorError(TaskQError):
+    """Something is wrong with an actor definition or lookup."""
+
+
+class UnknownActorError(ActorError):
+    """No actor with this name is registered."""
+
+    def __init__(self, actor: str) -> None:
+        self.actor = actor
+        super().__init__(f"unknown actor {actor!r}: it is not in this registry")
+
+
+class ActorSignatureError(ActorError):
+    """An actor function's signature cannot be used."""
+
+
+class ActorConfigDriftError(TaskQError):
+    """A structural actor_config field differs from what this worker registers."""
+
+    def __init__(self, actor: str, field: str, stored: object, registered: object) -> None:
+        self.actor = actor
+        self.field = field
+        self.stored = stored
+        self.registered = registered
+        super().__init__(
+            f"actor {actor!r}: {field} is {stored!r} in actor_config but this worker "
+            f"registers {registered!r}"
+        )
+
+
+class ActorConfigDriftList(TaskQError):
+    """All structural drift found in one startup check (one entry per actor × field)."""
+
+    def __init__(self, drifts: Sequence[ActorConfigDriftError]) -> None:
+        self.drifts = tuple(drifts)
+        lines = "\n  ".join(str(d) for d in self.drifts)
+        super().__init__(
+            f"actor config drift ({len(self.drifts)}):\n  {lines}\n"
+            "re-run with --force-update-actor-config to overwrite the stored values"
+        )
+
+
+class PayloadValidationError(TaskQError):
+    """A job's payload does not validate against its actor's payload model."""
+
+
+class DeadlineExceeded(TaskQError):
+    """The job's schedule_to_close deadline has passed."""
+
+
+class HeartbeatLost(TaskQError):
+    """The owning worker lost its heartbeat and isolated itself."""
+
+
+class EnqueueRefused(TaskQError):
+    """An enqueue was refused; nothing was written. Retrying later may succeed."""
+
+
+class MaxPendingExceeded(EnqueueRefused):
+    """The actor already has ``max_pending`` pending or scheduled jobs."""
+
+    def __init__(self, actor: str, max_pending: int) -> None:
+        self.actor = actor
+        self.max_pending = max_pending
+        super().__init__(f"actor {actor!r} already has {max_pending} pending jobs (max_pending)")
+
+
+class MaxPendingLockTimeoutError(EnqueueRefused):
+    """Gave up waiting for the per-actor max_pending lock; retry."""
+
+
+class UniqueForLockTimeoutError(EnqueueRefused):
+    """Gave up waiting for the identity-key lock; retry."""
+
+
+class IdempotencyKeyLockTimeoutError(EnqueueRefused):
+    """Gave up waiting for the idempotency-key lock; retry."""
+
+
+class JobNotFound(TaskQError):
+    """No job with this id exists."""
+
+    def __init__(self, job_id: int) -> None:
+        self.job_id = job_id
+        super().__init__(f"job {job_id} not found")
+
+
+class LeaseLost(TaskQError):
+    """An owner write matched nothing: the fencing token is stale.
+
+    The job was reclaimed (or finished) by someone else; the caller is no
+    longer its owner and must not retry the write.
+    """
+
+    def __init__(self, job_id: int, fencing_token: int) -> None:
+        self.job_id = job_id
+        self.fencing_token = fencing_token
+        super().__init__(
+            f"job {job_id}: lease with fencing token {fencing_token} is no longer held"
+        )
+
+
+class IllegalTransition(TaskQError):
+    """A job status change that the lifecycle forbids."""
+
+
+class JobFailed(TaskQError):
+    """The awaited job ended in a status other than succeeded."""
+
+    def __init__(self, job_id: int, status: str, error: str | None) -> None:
+        self.job_id = job_id
+        self.status = status
+        self.error = error
+        super().__init__(f"job {job_id} ended {status}: {error or 'no error recorded'}")
+
+
+class StoreUnavailable(TaskQError):
+    """The backing store cannot be reached or the connection dropped."""
+
+
+class LeaderLockLost(TaskQError):
+    """The leader lock was lost (its connection died)."""
+
+
+class RateLimitUnavailable(TaskQError):
+    """The rate limiter's backend failed and no fallback is enabled."""
+
+
+class ReservationUnavailable(TaskQError):
+    """No concurrency reservation slot is free for this key right now."""

@@ -1,0 +1,161 @@
+"""Job records as the domain sees them, independent of any storage.
+
+A *lease* is the right to write a running job's outcome. It is the pair
+``(job_id, fencing_token)``; every claim issues a new fencing token, so a
+worker whose lease expired and was reclaimed can never complete, retry or
+cancel the job its successor now owns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from taskq.domain.cancel_phase import CancelPhase
+from taskq.domain.status import JobStatus
+
+#: JSON-compatible value (what payloads, results and metadata are made of).
+JSON = Any
+
+DEFAULT_QUEUE = "default"
+NULL_COHORT = "__null__"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NewJob:
+    """Everything needed to enqueue one job.
+
+    ``scheduled_at`` in the future makes the job ``scheduled``; otherwise it is
+    ``pending`` at once. ``max_attempts`` (``None`` = unbounded) lets the
+    maintenance sweep decide between re-pending and ``crashed`` for a job whose
+    worker died, without knowing the actor's policy. ``max_pending`` is the
+    actor literal; a stored ``actor_config.max_pending`` overrides it.
+    """
+
+    actor: str
+    queue: str = DEFAULT_QUEUE
+    payload: Mapping[str, JSON] = field(default_factory=dict)
+    priority: int = 0
+    scheduled_at: datetime | None = None
+    schedule_to_close: datetime | None = None
+    max_attempts: int | None = 3
+    identity_key: str | None = None
+    fairness_key: str | None = None
+    idempotency_key: str | None = None
+    metadata: Mapping[str, JSON] = field(default_factory=dict)
+    tags: Sequence[str] = ()
+    trace_id: str | None = None
+    span_id: str | None = None
+    max_pending: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EnqueueResult:
+    """The id of the enqueued job, and whether an existing job was returned.
+
+    ``was_existing`` is true when an identity key or idempotency key matched
+    a job already stored; nothing new was written then.
+    """
+
+    job_id: int
+    was_existing: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """The right to write a running job's outcome: job id plus fencing token."""
+
+    job_id: int
+    fencing_token: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Job:
+    """A stored job, as read back from any adapter."""
+
+    id: int
+    queue: str
+    actor: str
+    payload: Mapping[str, JSON]
+    status: JobStatus
+    priority: int
+    attempt: int
+    max_attempts: int | None
+    fencing_token: int
+    created_at: datetime
+    scheduled_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    locked_by: str | None
+    lock_expires_at: datetime | None
+    cancel_phase: CancelPhase
+    cancel_requested_at: datetime | None
+    schedule_to_close: datetime | None
+    identity_key: str | None
+    fairness_key: str | None
+    idempotency_key: str | None
+    metadata: Mapping[str, JSON]
+    tags: tuple[str, ...]
+    result: JSON
+    result_expires_at: datetime | None
+    last_error: str | None
+    trace_id: str | None
+    span_id: str | None
+
+    @property
+    def snooze_count(self) -> int:
+        value = self.metadata.get("snooze_count", 0)
+        return value if isinstance(value, int) else 0
+
+    @property
+    def lease(self) -> Lease:
+        return Lease(self.id, self.fencing_token)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClaimedJob:
+    """A job a worker has just claimed. ``attempt`` is the attempt now starting."""
+
+    id: int
+    queue: str
+    actor: str
+    payload: Mapping[str, JSON]
+    priority: int
+    attempt: int
+    max_attempts: int | None
+    fencing_token: int
+    scheduled_at: datetime
+    lock_expires_at: datetime
+    schedule_to_close: datetime | None
+    fairness_key: str | None
+    metadata: Mapping[str, JSON]
+    trace_id: str | None
+    span_id: str | None
+
+    @property
+    def lease(self) -> Lease:
+        return Lease(self.id, self.fencing_token)
+
+    @property
+    def snooze_count(self) -> int:
+        value = self.metadata.get("snooze_count", 0)
+        return value if isinstance(value, int) else 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AttemptRecord:
+    """One row of a job's attempt history."""
+
+    job_id: int
+    attempt: int
+    worker_id: str | None
+    outcome: str
+    error_class: str | None
+    error: str | None
+    finished_at: datetime
+
+
+def as_utc_delta(seconds: float) -> timedelta:
+    return timedelta(seconds=seconds)

@@ -1,0 +1,248 @@
+"""QueueStore port: everything TaskQ persists, as small role protocols.
+
+Each part of the app types against only the roles it uses (the producer needs
+``JobClaimer``, not ``RetentionJanitor``). ``QueueStore`` is their union.
+
+Rules every adapter keeps:
+- Status changes follow ``taskq.domain.status.TRANSITIONS``; nothing else.
+- Every owner write (``JobFinisher``, ``JobClaimer.release``) matches on the
+  lease's fencing token and on status running. A write that matches nothing
+  raises ``LeaseLost`` and changes nothing.
+- Every claim issues a fencing token different from any the job had before.
+- Ids increase in enqueue order (the FIFO tie-break).
+- Errors are domain errors (``taskq.domain.errors``), never driver errors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Protocol
+
+from taskq.domain.actor_config import ActorConfig, ActorConfigSyncReport, QueueMode
+from taskq.domain.job import AttemptRecord, ClaimedJob, EnqueueResult, Job, Lease, NewJob
+from taskq.domain.status import JobStatus
+from taskq.ports.store_params import (
+    CapacityUpdate,
+    ClaimRequest,
+    Finish,
+    Heartbeat,
+    HeartbeatReport,
+    Isolation,
+    PrunePolicy,
+    QueueDepth,
+    ReclaimReport,
+    Reschedule,
+    WorkerInfo,
+    WorkerRecord,
+)
+
+
+class JobEnqueuer(Protocol):
+    """Writes new jobs.
+
+    - A job with ``scheduled_at`` after ``now`` is stored ``scheduled``, else
+      ``pending`` with ``scheduled_at = now``.
+    - ``identity_key``: while a job of the same actor with that key is
+      pending, scheduled or running, enqueue returns it with
+      ``was_existing=True`` and writes nothing.
+    - ``idempotency_key``: while any job of the same actor with that key is
+      stored (any status), enqueue returns it with ``was_existing=True``.
+    - ``max_pending`` (stored actor_config value, else the job's literal):
+      when the actor already has that many pending+scheduled jobs the
+      enqueue raises ``MaxPendingExceeded``. These rules hold under
+      concurrent enqueuers: no duplicates, no overshoot. A bounded lock
+      wait that expires raises the matching ``*LockTimeoutError``.
+    - ``enqueue_many`` applies the same rules per job, atomically (all or
+      nothing), returns results in input order, and wakes listeners once.
+    """
+
+    async def enqueue(self, job: NewJob, *, now: datetime | None = None) -> EnqueueResult: ...
+
+    async def enqueue_many(
+        self, jobs: Sequence[NewJob], *, now: datetime | None = None
+    ) -> list[EnqueueResult]: ...
+
+
+class JobClaimer(Protocol):
+    """Hands due work to workers, exclusively.
+
+    - ``claim`` picks due pending jobs (``scheduled_at <= now``) in the order
+      of ``taskq.domain.dispatch`` (strict FIFO or round robin per queue
+      mode), never more per actor than its stored ``max_concurrent`` minus
+      its running jobs, and marks them running, locked by the worker until
+      ``now + lease``, with a fresh fencing token and ``attempt + 1``.
+      Concurrent claimers never receive the same job.
+    - ``mark_started`` records that the consumer began executing these jobs
+      (``started_at``); it returns the leases that are no longer held.
+    - ``release`` gives an owned job back (unknown actor): scheduled after
+      ``delay``, attempt refunded. Raises ``LeaseLost`` when not owned.
+    - ``drain_unstarted`` re-pends this worker's running jobs that never
+      started (attempt refunded) and returns how many.
+    """
+
+    async def claim(self, request: ClaimRequest) -> list[ClaimedJob]: ...
+
+    async def mark_started(
+        self, leases: Sequence[Lease], *, now: datetime | None = None
+    ) -> list[Lease]: ...
+
+    async def release(
+        self, lease: Lease, *, delay: timedelta, now: datetime | None = None
+    ) -> None: ...
+
+    async def drain_unstarted(self, worker_id: str, *, now: datetime | None = None) -> int: ...
+
+
+class JobFinisher(Protocol):
+    """Owner writes that end or reschedule an attempt; all fenced.
+
+    - ``finish`` writes a terminal status, the result or error, finished_at,
+      and an attempt record. Raises ``LeaseLost`` if not owned.
+    - ``finish_many`` does the same for many jobs in one round trip and
+      returns the leases that were not owned (those rows are untouched).
+    - ``reschedule`` implements retry, snooze and RetryAfter (see
+      ``Reschedule``) and records the attempt. Raises ``LeaseLost``.
+    - ``escalate_cancel`` persists cancel phase FORCED for an owned job.
+    """
+
+    async def finish(self, outcome: Finish) -> None: ...
+
+    async def finish_many(self, outcomes: Sequence[Finish]) -> list[Lease]: ...
+
+    async def reschedule(self, request: Reschedule) -> None: ...
+
+    async def escalate_cancel(self, lease: Lease, *, now: datetime | None = None) -> None: ...
+
+
+class WorkerRegistry(Protocol):
+    """Worker liveness.
+
+    - ``heartbeat`` in one transaction: sets the worker's last_seen_at,
+      extends the lock of every running job it owns to ``now + lease``, pings
+      the leader row when ``is_leader``, and reports those jobs with their
+      cancel phase. Jobs someone else now owns are not reported.
+    - ``isolate_worker``: see ``Isolation``; returns the affected job ids.
+    """
+
+    async def register_worker(self, worker: WorkerInfo, *, now: datetime | None = None) -> None: ...
+
+    async def heartbeat(self, beat: Heartbeat) -> HeartbeatReport: ...
+
+    async def deregister_worker(self, worker_id: str) -> None: ...
+
+    async def isolate_worker(self, request: Isolation) -> list[int]: ...
+
+    async def list_workers(self) -> list[WorkerRecord]: ...
+
+
+class JobReader(Protocol):
+    """Reads. ``count_active`` counts pending, scheduled and running jobs."""
+
+    async def get(self, job_id: int) -> Job | None: ...
+
+    async def attempts(self, job_id: int) -> list[AttemptRecord]: ...
+
+    async def count_active(self, queues: Sequence[str] | None = None) -> int: ...
+
+    async def queue_depths(self) -> list[QueueDepth]: ...
+
+    async def stranded_actors(self) -> dict[str, int]: ...
+
+
+class JobCanceller(Protocol):
+    """Cancel requests from the API side.
+
+    A pending or scheduled job becomes cancelled at once. A running job gets
+    cancel phase COOPERATIVE (and ``cancel_requested_at``) if it had NONE;
+    its worker's heartbeat picks it up. A finished job is left as it is.
+    Returns the job's status after the request; raises ``JobNotFound``.
+    """
+
+    async def request_cancel(self, job_id: int, *, now: datetime | None = None) -> JobStatus: ...
+
+
+class LeaseJanitor(Protocol):
+    """The leader's frequent sweeps.
+
+    - ``promote_scheduled``: scheduled jobs with ``scheduled_at <= now``
+      become pending; returns how many.
+    - ``reclaim_expired``: running jobs whose lock expired before ``now`` go
+      back to pending (new fencing token on the next claim), or to crashed
+      when ``max_attempts`` is reached; each gets an attempt record.
+    - ``fail_past_deadline``: pending/scheduled jobs whose schedule_to_close
+      passed become failed with ``DeadlineExceeded``.
+    - ``cleanup_stale_workers``: removes workers not seen for ``stale_after``.
+    """
+
+    async def promote_scheduled(self, *, now: datetime | None = None) -> int: ...
+
+    async def reclaim_expired(self, *, now: datetime | None = None) -> ReclaimReport: ...
+
+    async def fail_past_deadline(self, *, now: datetime | None = None) -> list[int]: ...
+
+    async def cleanup_stale_workers(
+        self, *, stale_after: timedelta, now: datetime | None = None
+    ) -> list[str]: ...
+
+
+class RetentionJanitor(Protocol):
+    """The leader's daily sweeps: archive, archive expiry, result expiry."""
+
+    async def prune(self, policy: PrunePolicy) -> int: ...
+
+    async def expire_archive(self, *, now: datetime | None = None) -> int: ...
+
+    async def expire_results(self, *, now: datetime | None = None) -> int: ...
+
+
+class ActorConfigAdmin(Protocol):
+    """actor_config rows.
+
+    ``sync_actor_configs`` creates missing rows (seeding capacity from the
+    literal), never overwrites stored capacity (reports differences as
+    overrides), and on structural drift raises ``ActorConfigDriftList``
+    unless ``force`` (then overwrites and reports). Atomic under concurrent
+    syncs.
+    """
+
+    async def sync_actor_configs(
+        self, configs: Sequence[ActorConfig], *, force: bool = False
+    ) -> ActorConfigSyncReport: ...
+
+    async def get_actor_config(self, actor: str) -> ActorConfig | None: ...
+
+    async def list_actor_configs(self) -> list[ActorConfig]: ...
+
+    async def set_actor_capacity(self, update: CapacityUpdate) -> ActorConfig: ...
+
+
+class QueueAdmin(Protocol):
+    """Queue dispatch modes; a queue with no row is strict FIFO."""
+
+    async def set_queue_mode(self, queue: str, mode: QueueMode) -> None: ...
+
+    async def queue_modes(self) -> dict[str, QueueMode]: ...
+
+
+class QueueStore(
+    JobEnqueuer,
+    JobClaimer,
+    JobFinisher,
+    WorkerRegistry,
+    JobReader,
+    JobCanceller,
+    LeaseJanitor,
+    RetentionJanitor,
+    ActorConfigAdmin,
+    QueueAdmin,
+    Protocol,
+):
+    """The whole store. ``capabilities`` lists ``store_params.CAP_*`` it supports."""
+
+    @property
+    def capabilities(self) -> frozenset[str]: ...
+
+    async def ping(self) -> None: ...
+
+    async def close(self) -> None: ...

@@ -1,0 +1,177 @@
+"""Parameter and result types of the QueueStore port.
+
+Every ``now`` is optional: when None the adapter uses its own time source
+(the database clock, or the memory adapter's clock); tests pass it to assert
+exact timestamps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from taskq.domain.cancel_phase import CancelPhase
+from taskq.domain.job import JSON, Lease
+from taskq.domain.status import JobStatus
+
+#: Capabilities an adapter may declare in ``QueueStore.capabilities``.
+CAP_LISTEN_NOTIFY = "listen_notify"
+CAP_ADVISORY_LOCKS = "advisory_locks"
+CAP_DURABLE = "durable"
+CAP_TRANSACTIONAL_ENQUEUE = "transactional_enqueue"
+CAP_MULTI_PROCESS = "multi_process"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClaimRequest:
+    """Claim up to ``limit`` due pending jobs for ``worker_id``.
+
+    Only jobs on ``queues`` whose actor is in ``actors`` are eligible. Each
+    claimed job is locked until ``now + lease``.
+    """
+
+    worker_id: str
+    queues: Sequence[str]
+    actors: Sequence[str]
+    limit: int
+    lease: timedelta
+    now: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Finish:
+    """A terminal write by the owner of ``lease``.
+
+    ``status`` is one of succeeded, failed, cancelled, abandoned, crashed.
+    ``result_ttl`` is the actor literal; a stored ``actor_config.result_ttl``
+    wins over it. The result expires ``result_ttl`` after ``now``; no TTL
+    keeps it until the job is pruned.
+    """
+
+    lease: Lease
+    status: JobStatus
+    result: JSON = None
+    error: str | None = None
+    error_class: str | None = None
+    result_ttl: timedelta | None = None
+    now: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reschedule:
+    """Put the owner's running job back to wait until ``run_at``.
+
+    Used for retries, snoozes and releases. ``refund_attempt`` undoes the
+    attempt increment of the claim (a snooze, a ``RetryAfter`` that does not
+    consume budget, a release). ``snooze`` increments ``metadata.snooze_count``.
+    A ``run_at`` not after ``now`` makes the job pending at once; otherwise scheduled.
+    """
+
+    lease: Lease
+    run_at: datetime
+    refund_attempt: bool = False
+    snooze: bool = False
+    error: str | None = None
+    error_class: str | None = None
+    now: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkerInfo:
+    worker_id: str
+    hostname: str
+    pid: int
+    queues: Sequence[str]
+    actors: Sequence[str] = ()
+    worker_label: str | None = None
+    workgroup_instance: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkerRecord:
+    worker_id: str
+    hostname: str
+    pid: int
+    queues: tuple[str, ...]
+    started_at: datetime
+    last_seen_at: datetime
+    worker_label: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Heartbeat:
+    """One heartbeat of ``worker_id``: liveness, lease extension, cancel poll."""
+
+    worker_id: str
+    lease: timedelta
+    is_leader: bool = False
+    now: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunningJobView:
+    """A running job the heartbeat found owned by the worker."""
+
+    lease: Lease
+    cancel_phase: CancelPhase
+    cancel_requested_at: datetime | None
+    started: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HeartbeatReport:
+    """Every running job the worker still owns, with its lease now extended."""
+
+    running: tuple[RunningJobView, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Isolation:
+    """Isolate a worker whose heartbeat keeps failing.
+
+    Each running job it owns goes back to waiting (``retry_at``) when its
+    actor is in ``retryable_actors`` and attempts remain, else ``crashed``;
+    either way an attempt is recorded with error class ``HeartbeatLost``.
+    """
+
+    worker_id: str
+    retryable_actors: Sequence[str]
+    retry_at: datetime
+    now: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReclaimReport:
+    """Jobs whose lease expired: re-pended, or crashed when attempts ran out."""
+
+    repended: tuple[int, ...] = ()
+    crashed: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PrunePolicy:
+    """Move terminal jobs finished before ``now - retention[status]`` to the archive."""
+
+    retention: Mapping[JobStatus, timedelta]
+    archive_retention: timedelta
+    batch_size: int = 10_000
+    now: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CapacityUpdate:
+    """Operator change of capacity fields. ``clear`` names fields to set NULL."""
+
+    actor: str
+    max_concurrent: int | None = None
+    max_pending: int | None = None
+    result_ttl: timedelta | None = None
+    clear: frozenset[str] = field(default_factory=frozenset)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueueDepth:
+    queue: str
+    status: JobStatus
+    count: int
