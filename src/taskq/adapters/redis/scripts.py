@@ -1,0 +1,113 @@
+"""Server-side Lua scripts: each limiter decision is one atomic script run.
+
+Time is passed in milliseconds; ``-1`` means "use the Redis server's clock",
+so processes with skewed clocks still agree on windows and expiries.
+"""
+
+from __future__ import annotations
+
+_NOW = """
+local now = tonumber(ARGV[1])
+if now < 0 then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+"""
+
+# KEYS[1] = window counter prefix; ARGV = now_ms, window_ms, limit.
+# Returns {allowed (1/0), ms until the window ends}.
+ACQUIRE_RATE = (
+    _NOW
+    + """
+local window = tonumber(ARGV[2])
+local limit = tonumber(ARGV[3])
+local start = now - (now % window)
+local key = KEYS[1] .. ':' .. start
+local count = redis.call('INCR', key)
+if count == 1 then redis.call('PEXPIRE', key, window * 2) end
+local left = start + window - now
+if count > limit then return {0, left} end
+return {1, left}
+"""
+)
+
+# KEYS[1] = slots hash of the key, KEYS[2] = holder set, KEYS[3] = registry of slot hashes.
+# ARGV = now_ms, capacity, holder, token, lease_ms, key name.
+# A slot field holds "holder|token|expires_ms". Returns the slot taken or -1.
+RESERVE = (
+    _NOW
+    + """
+local capacity = tonumber(ARGV[2])
+local holder = ARGV[3]
+local token = ARGV[4]
+local lease = tonumber(ARGV[5])
+local chosen = -1
+for slot = 0, capacity - 1 do
+  local v = redis.call('HGET', KEYS[1], tostring(slot))
+  if not v then chosen = slot break end
+  local expires = tonumber(string.match(v, '|(%d+)$'))
+  if expires <= now then chosen = slot break end
+end
+if chosen < 0 then return -1 end
+redis.call('HSET', KEYS[1], tostring(chosen), holder .. '|' .. token .. '|' .. (now + lease))
+redis.call('SADD', KEYS[2], ARGV[6] .. '|' .. chosen .. '|' .. token)
+redis.call('SADD', KEYS[3], KEYS[1])
+return chosen
+"""
+)
+
+# KEYS[1] = slots hash, KEYS[2] = holder set; ARGV = slot, token, key name.
+RELEASE = """
+local v = redis.call('HGET', KEYS[1], ARGV[1])
+if v and string.find(v, '|' .. ARGV[2] .. '|', 1, true) then
+  redis.call('HDEL', KEYS[1], ARGV[1])
+end
+redis.call('SREM', KEYS[2], ARGV[3] .. '|' .. ARGV[1] .. '|' .. ARGV[2])
+return 1
+"""
+
+# KEYS[1] = holder set; ARGV = now_ms, lease_ms, slots-hash prefix. Returns how many extended.
+EXTEND = (
+    _NOW
+    + """
+local lease = tonumber(ARGV[2])
+local n = 0
+for _, member in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  local name, slot, token = string.match(member, '^(.*)|(%d+)|([^|]+)$')
+  local hash = ARGV[3] .. name
+  local v = redis.call('HGET', hash, slot)
+  local live = false
+  if v and string.find(v, '|' .. token .. '|', 1, true) then
+    local expires = tonumber(string.match(v, '|(%d+)$'))
+    if expires > now then
+      local holder = string.match(v, '^(.*)|[^|]+|%d+$')
+      redis.call('HSET', hash, slot, holder .. '|' .. token .. '|' .. (now + lease))
+      n = n + 1
+      live = true
+    end
+  end
+  if not live then redis.call('SREM', KEYS[1], member) end
+end
+return n
+"""
+)
+
+# KEYS[1] = registry of slot hashes; ARGV = now_ms. Returns how many expired slots it removed.
+SWEEP = (
+    _NOW
+    + """
+local n = 0
+for _, hash in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  local fields = redis.call('HGETALL', hash)
+  for i = 1, #fields, 2 do
+    local expires = tonumber(string.match(fields[i + 1], '|(%d+)$'))
+    if expires <= now then
+      redis.call('HDEL', hash, fields[i])
+      n = n + 1
+    end
+  end
+  if redis.call('HLEN', hash) == 0 then redis.call('SREM', KEYS[1], hash) end
+end
+return n
+"""
+)
