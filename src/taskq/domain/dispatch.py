@@ -1,20 +1,25 @@
 """Dispatch reference model: which due jobs a claim takes, in which order.
 
-Every adapter's claim must agree with :func:`select_for_dispatch`.
+Every adapter's claim must agree with :func:`select_for_dispatch`. The model
+is static (two stages, no step-by-step simulation) so that SQL can compute it
+exactly with window functions over a bounded candidate set.
 
-Ordering. Candidates fall into *cohorts*: all jobs on ``strict_fifo`` queues
-form one cohort; on ``round_robin`` queues each ``fairness_key`` is a cohort
-(jobs without a key share the ``__null__`` cohort). Within a cohort jobs are
-ranked by ``(priority desc, scheduled_at, id)``; a job's *round* is its rank
-in its cohort. The dispatch order is ``(round, priority desc, scheduled_at,
-id)``: one job from each cohort per round. With only strict_fifo queues (the
-default) this is exactly ``priority desc, scheduled_at, id``; a round_robin
-queue with no fairness keys degenerates to the same order.
+Stage 1, capacity. An actor with ``max_concurrent`` may have at most that
+many running jobs; its *residual* is ``max_concurrent - running`` (``None``
+= unlimited). Of a capped actor's due jobs, only its first ``residual`` in
+FIFO order ``(priority desc, scheduled_at, id)`` are *eligible*; the rest wait
+for a later claim. Excluded jobs never block other actors' jobs.
 
-Capacity. An actor with ``max_concurrent`` may have at most that many running
-jobs; its *residual* is ``max_concurrent - running`` (``None`` = unlimited).
-Walking the order, a job is taken while its actor has residual left and the
-batch is below ``limit``; skipped jobs do not block later ones.
+Stage 2, order. Eligible jobs fall into *cohorts*: all jobs on
+``strict_fifo`` queues form one cohort; on ``round_robin`` queues each
+``fairness_key`` is a cohort (jobs without a key share the ``__null__``
+cohort). A job's *round* is its rank within its cohort in FIFO order. The
+dispatch order is ``(round, priority desc, scheduled_at, id)``: one job from
+each cohort per round. A claim takes the first ``limit`` of that order.
+
+With only strict_fifo queues (the default) the order is exactly
+``priority desc, scheduled_at, id``; a round_robin queue on which no job has
+a fairness key degenerates to the same order.
 """
 
 from __future__ import annotations
@@ -53,7 +58,7 @@ def _fifo_key(c: DispatchCandidate) -> tuple[int, datetime, int]:
 def dispatch_order(
     candidates: Iterable[DispatchCandidate], modes: Mapping[str, QueueMode]
 ) -> list[DispatchCandidate]:
-    """All candidates in dispatch order, before capacity limits."""
+    """Stage 2: candidates ordered by (round in cohort, priority desc, scheduled_at, id)."""
     cohorts: dict[tuple[str, str], list[DispatchCandidate]] = {}
     for c in candidates:
         cohorts.setdefault(cohort_of(c, modes), []).append(c)
@@ -65,6 +70,26 @@ def dispatch_order(
     return [c for _, c in ranked]
 
 
+def eligible(
+    candidates: Iterable[DispatchCandidate], residual: Mapping[str, int | None]
+) -> list[DispatchCandidate]:
+    """Stage 1: drop each capped actor's jobs beyond its residual, in FIFO order.
+
+    ``residual`` maps actor → remaining capacity; a missing actor or ``None``
+    means unlimited; zero or less means none.
+    """
+    used: dict[str, int] = {}
+    out: list[DispatchCandidate] = []
+    for c in sorted(candidates, key=_fifo_key):
+        cap = residual.get(c.actor)
+        if cap is not None:
+            if used.get(c.actor, 0) >= cap:
+                continue
+            used[c.actor] = used.get(c.actor, 0) + 1
+        out.append(c)
+    return out
+
+
 def select_for_dispatch(
     candidates: Iterable[DispatchCandidate],
     *,
@@ -72,25 +97,10 @@ def select_for_dispatch(
     residual: Mapping[str, int | None],
     limit: int,
 ) -> list[DispatchCandidate]:
-    """The jobs one claim of at most ``limit`` takes, in dispatch order.
-
-    ``residual`` maps actor → remaining capacity; a missing actor or ``None``
-    means unlimited; zero or less means none.
-    """
+    """The jobs one claim of at most ``limit`` takes, in dispatch order."""
     if limit <= 0:
         return []
-    left: dict[str, int | None] = dict(residual)
-    taken: list[DispatchCandidate] = []
-    for c in dispatch_order(candidates, modes):
-        cap = left.get(c.actor)
-        if cap is not None:
-            if cap <= 0:
-                continue
-            left[c.actor] = cap - 1
-        taken.append(c)
-        if len(taken) >= limit:
-            break
-    return taken
+    return dispatch_order(eligible(candidates, residual), modes)[:limit]
 
 
 def residual_capacity(
@@ -107,6 +117,7 @@ __all__: Sequence[str] = [
     "DispatchCandidate",
     "cohort_of",
     "dispatch_order",
+    "eligible",
     "residual_capacity",
     "select_for_dispatch",
 ]

@@ -8,7 +8,8 @@ domain errors::
     ├── ConfigurationError
     │   ├── SettingsInvariantError        (cross-field timing rules; names the variables)
     │   ├── InvalidIdentifierError        (schema names and other SQL identifiers)
-    │   └── RegistryError                 (actor registry of the wrong shape)
+    │   ├── RegistryError                 (actor registry of the wrong shape)
+    │   └── MigrationError                (migration files and applied history disagree)
     ├── ActorError
     │   ├── UnknownActorError
     │   └── ActorSignatureError
@@ -63,6 +64,16 @@ class InvalidIdentifierError(ConfigurationError):
 
 class RegistryError(ConfigurationError):
     """The actor registry is not a mapping or a list/tuple of actors."""
+
+
+class MigrationError(ConfigurationError):
+    """The schema cannot be migrated as asked.
+
+    Raised when an applied migration's file changed (the message names the
+    file), the database holds a migration this version does not know, the
+    migration files are malformed, a target is unknown, or a migration's SQL
+    fails (its transaction is rolled back; earlier migrations stay applied).
+    """
 
 
 class ActorError(TaskQError):

@@ -12,6 +12,7 @@ from taskq.domain.dispatch import (
     DispatchCandidate,
     cohort_of,
     dispatch_order,
+    eligible,
     residual_capacity,
     select_for_dispatch,
 )
@@ -73,7 +74,9 @@ def test_strict_fifo_orders_by_priority_desc_then_time_then_id() -> None:
 
 def test_order_does_not_depend_on_input_order() -> None:
     """The same candidates in any input order give the same dispatch order."""
-    cs = [job(i, priority=i % 3, at=i % 4, queue=f"q{i % 2}", key=f"k{i % 3}") for i in range(1, 30)]
+    cs = [
+        job(i, priority=i % 3, at=i % 4, queue=f"q{i % 2}", key=f"k{i % 3}") for i in range(1, 30)
+    ]
     modes = {"q0": RR}
     expected = ids(dispatch_order(cs, modes))
     rng = random.Random(7)
@@ -96,8 +99,11 @@ def test_strict_fifo_spans_queues_and_ignores_fairness_keys() -> None:
 
 def test_unknown_queue_defaults_to_strict_fifo() -> None:
     """A queue absent from modes behaves as strict_fifo even when other queues are round robin."""
-    cs = [job(1, queue="plain", key="x"), job(2, queue="plain", key="x", at=1),
-          job(3, queue="plain", key="y", at=2)]
+    cs = [
+        job(1, queue="plain", key="x"),
+        job(2, queue="plain", key="x", at=1),
+        job(3, queue="plain", key="y", at=2),
+    ]
     assert take(cs, modes={"other": RR}) == [1, 2, 3]
 
 
@@ -176,8 +182,11 @@ def test_same_fairness_key_on_two_round_robin_queues_is_one_cohort() -> None:
     assert cohort_of(job(1, queue="r1", key="t"), {"r1": RR, "r2": RR}) == cohort_of(
         job(2, queue="r2", key="t"), {"r1": RR, "r2": RR}
     )
-    cs = [job(1, queue="r1", key="t", at=0), job(2, queue="r2", key="t", at=1),
-          job(3, queue="r2", key="u", at=2)]
+    cs = [
+        job(1, queue="r1", key="t", at=0),
+        job(2, queue="r2", key="t", at=1),
+        job(3, queue="r2", key="u", at=2),
+    ]
     assert take(cs, modes={"r1": RR, "r2": RR}) == [1, 3, 2]
 
 
@@ -241,6 +250,32 @@ def test_residual_is_counted_per_actor_across_queues_and_cohorts() -> None:
     assert take(cs, modes={"rr": RR}, residual={"a": 2}) == [1, 2, 4]
 
 
+def test_capacity_keeps_each_actors_earliest_jobs_in_fifo_order() -> None:
+    """A capped actor's first residual jobs in FIFO order are eligible, whatever their cohort."""
+    cs = [
+        job(1, actor="a", queue="rr", key="x", priority=0, at=0),
+        job(2, actor="a", queue="rr", key="y", priority=1, at=5),
+        job(3, actor="a", queue="rr", key="y", priority=0, at=1),
+        job(4, actor="b", queue="rr", key="x", priority=0, at=2),
+    ]
+    assert ids(eligible(cs, {"a": 2})) == [2, 1, 4]
+    # round 0: 2 (y) and 1 (x), by priority; round 1: 4 (x)
+    assert take(cs, modes={"rr": RR}, residual={"a": 2}) == [2, 1, 4]
+
+
+def test_excluded_job_does_not_hold_its_cohorts_round() -> None:
+    """A job left out for capacity takes no round: its cohort's next eligible job moves up."""
+    cs = [
+        job(1, actor="capped", queue="rr", key=None, at=0),
+        job(2, actor="free", queue="rr", key=None, at=0),
+        job(3, actor="free", queue="rr", key="t", at=0),
+    ]
+    # Without the cap the order is 1, 3, 2; with "capped" at zero, 2 is the
+    # __null__ cohort's first eligible job and competes in round 0 (id 2 < 3).
+    assert take(cs, modes={"rr": RR}) == [1, 3, 2]
+    assert take(cs, modes={"rr": RR}, residual={"capped": 0}, limit=1) == [2]
+
+
 def test_select_does_not_mutate_the_residual_mapping() -> None:
     """The caller's residual mapping is left untouched."""
     residual: dict[str, int | None] = {"a": 2}
@@ -259,8 +294,12 @@ def test_limit_truncates_in_dispatch_order() -> None:
 
 def test_limit_counts_only_taken_jobs() -> None:
     """Skipped jobs do not use up the limit."""
-    cs = [job(1, actor="full", at=0), job(2, actor="full", at=1), job(3, actor="b", at=2),
-          job(4, actor="b", at=3)]
+    cs = [
+        job(1, actor="full", at=0),
+        job(2, actor="full", at=1),
+        job(3, actor="b", at=2),
+        job(4, actor="b", at=3),
+    ]
     assert take(cs, residual={"full": 0}, limit=2) == [3, 4]
 
 
@@ -289,6 +328,10 @@ def test_residual_capacity_subtracts_running_and_clamps_at_zero() -> None:
 def test_residual_capacity_feeds_select() -> None:
     """An actor whose running count reached max_concurrent gets nothing in the next claim."""
     residual = residual_capacity({"a": 2, "b": 3}, {"a": 2, "b": 1})
-    cs = [job(1, actor="a"), job(2, actor="b", at=1), job(3, actor="b", at=2),
-          job(4, actor="b", at=3)]
+    cs = [
+        job(1, actor="a"),
+        job(2, actor="b", at=1),
+        job(3, actor="b", at=2),
+        job(4, actor="b", at=3),
+    ]
     assert take(cs, residual=residual) == [2, 3]

@@ -45,9 +45,7 @@ def candidate_lists(draw: st.DrawFn, max_size: int = 25) -> list[DispatchCandida
 
 
 any_modes = st.dictionaries(st.sampled_from(QUEUES), st.sampled_from(list(QueueMode)))
-any_residual = st.dictionaries(
-    st.sampled_from((*ACTORS, "ghost")), st.none() | st.integers(-1, 4)
-)
+any_residual = st.dictionaries(st.sampled_from((*ACTORS, "ghost")), st.none() | st.integers(-1, 4))
 unlimited = st.dictionaries(st.sampled_from(ACTORS), st.none())
 limits = st.integers(-1, 30)
 
@@ -90,35 +88,75 @@ def test_never_exceeds_limit_or_residual(
             assert n <= max(cap, 0)
 
 
-def _exhausted(actor: str, taken_before: Counter[str], residual: Mapping[str, int | None]) -> bool:
-    cap = residual.get(actor)
-    return cap is not None and taken_before[actor] >= cap
+def _within_capacity(
+    cs: list[DispatchCandidate], residual: Mapping[str, int | None]
+) -> list[DispatchCandidate]:
+    """Candidates among their actor's first ``residual`` jobs in FIFO order (stage 1)."""
+    out = []
+    for c in cs:
+        cap = residual.get(c.actor)
+        ahead = sum(1 for o in cs if o.actor == c.actor and fifo_key(o) < fifo_key(c))
+        if cap is None or ahead < cap:
+            out.append(c)
+    return out
 
 
 @given(candidate_lists(), any_modes, any_residual, limits)
-def test_claim_is_the_greedy_walk_of_dispatch_order(
+def test_claim_is_a_prefix_of_the_eligible_dispatch_order(
     cs: list[DispatchCandidate],
     modes: dict[str, QueueMode],
     residual: dict[str, int | None],
     limit: int,
 ) -> None:
-    """Taken jobs keep dispatch order; a job is skipped only when its actor had no residual left."""
-    order = dispatch_order(cs, modes)
+    """A job is skipped only if earlier FIFO jobs used its actor's residual or the batch is full."""
     got = select_for_dispatch(cs, modes=modes, residual=residual, limit=limit)
-    position = {c.id: i for i, c in enumerate(order)}
-    taken_positions = [position[c.id] for c in got]
-    assert taken_positions == sorted(taken_positions)
+    allowed = _within_capacity(cs, residual)
+    order = dispatch_order(allowed, modes)
+    assert got == order[: len(got)]
+    if len(got) < limit:
+        assert got == order
 
-    taken_ids = {c.id for c in got}
-    last = taken_positions[-1] if taken_positions else -1
-    before: Counter[str] = Counter()
-    for i, c in enumerate(order):
-        if c.id in taken_ids:
-            before[c.actor] += 1
-        elif i < last or len(got) < limit:
-            # Before the last taken job, or anywhere if the batch is not full:
-            # the only excuse for skipping is an exhausted actor.
-            assert _exhausted(c.actor, before, residual), c
+
+@given(candidate_lists(), any_modes, any_residual, limits)
+def test_jobs_beyond_capacity_block_nothing(
+    cs: list[DispatchCandidate],
+    modes: dict[str, QueueMode],
+    residual: dict[str, int | None],
+    limit: int,
+) -> None:
+    """Removing the jobs an actor has no capacity for leaves the claim unchanged."""
+    got = select_for_dispatch(cs, modes=modes, residual=residual, limit=limit)
+    allowed = _within_capacity(cs, residual)
+    assert select_for_dispatch(allowed, modes=modes, residual=residual, limit=limit) == got
+    assert select_for_dispatch(allowed, modes=modes, residual={}, limit=limit) == got
+
+
+@given(candidate_lists(), any_modes, any_residual, st.integers(0, 30))
+def test_a_bigger_limit_only_appends(
+    cs: list[DispatchCandidate],
+    modes: dict[str, QueueMode],
+    residual: dict[str, int | None],
+    limit: int,
+) -> None:
+    """The claim with limit n is a prefix of the claim with limit n + 1 (greedy, stable)."""
+    small = select_for_dispatch(cs, modes=modes, residual=residual, limit=limit)
+    big = select_for_dispatch(cs, modes=modes, residual=residual, limit=limit + 1)
+    assert big[: len(small)] == small
+    assert len(big) - len(small) in (0, 1)
+
+
+@given(st.permutations(list(range(6))), candidate_lists(max_size=6), any_modes, any_residual)
+def test_claim_does_not_depend_on_input_order(
+    perm: list[int],
+    cs: list[DispatchCandidate],
+    modes: dict[str, QueueMode],
+    residual: dict[str, int | None],
+) -> None:
+    """Candidates given in any order yield the same claim."""
+    shuffled = [cs[i] for i in perm if i < len(cs)]
+    assert select_for_dispatch(shuffled, modes=modes, residual=residual, limit=4) == (
+        select_for_dispatch(cs, modes=modes, residual=residual, limit=4)
+    )
 
 
 @given(candidate_lists(), any_modes, unlimited, limits)

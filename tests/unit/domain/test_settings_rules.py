@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -43,8 +44,12 @@ def test_lock_lease_below_four_heartbeats_is_named_with_values() -> None:
 
 def test_lock_lease_exactly_four_heartbeats_passes() -> None:
     """The lease rule is inclusive: exactly 4 × heartbeat_interval is allowed."""
-    assert timing_violations(TimingSettings(lock_lease=40.0, heartbeat_interval=10.0,
-                                            cancellation_grace_period=20.0)) == []
+    assert (
+        timing_violations(
+            TimingSettings(lock_lease=40.0, heartbeat_interval=10.0, cancellation_grace_period=20.0)
+        )
+        == []
+    )
 
 
 def test_graces_must_end_before_termination_margin() -> None:
@@ -96,7 +101,8 @@ def test_all_violations_reported_together() -> None:
 @pytest.mark.parametrize("bad", [0.0, -1.0, math.nan, math.inf])
 def test_each_period_must_be_finite_and_positive(field: str, bad: float) -> None:
     """A zero, negative, NaN or infinite period is one line naming its variable, no cascade."""
-    t = dataclasses.replace(TimingSettings(), **{field: bad})
+    changes: dict[str, Any] = {field: bad}
+    t = dataclasses.replace(TimingSettings(), **changes)
     assert timing_violations(t) == [f"{ENV_VARS[field]} ({bad!r}) must be a finite number > 0"]
 
 
@@ -155,7 +161,13 @@ def test_violations_empty_exactly_when_all_rules_hold(t: TimingSettings) -> None
 
 @pytest.mark.parametrize(
     ("text", "expected"),
-    [("03:00", (3, 0)), ("3:00", (3, 0)), ("00:00", (0, 0)), ("23:59", (23, 59)), (" 04:30 ", (4, 30))],
+    [
+        ("03:00", (3, 0)),
+        ("3:00", (3, 0)),
+        ("00:00", (0, 0)),
+        ("23:59", (23, 59)),
+        (" 04:30 ", (4, 30)),
+    ],
 )
 def test_parse_hhmm_accepts_times_of_day(text: str, expected: tuple[int, int]) -> None:
     """Valid HH:MM (or H:MM) UTC times parse to (hour, minute)."""
@@ -164,8 +176,21 @@ def test_parse_hhmm_accepts_times_of_day(text: str, expected: tuple[int, int]) -
 
 @pytest.mark.parametrize(
     "text",
-    ["24:00", "12:60", "3", "03:0", "03:000", "0300", "03-00", "", "ab:cd", "-1:00", "03:00\n00",
-     "١٢:٠٠", "03:00Z"],
+    [
+        "24:00",
+        "12:60",
+        "3",
+        "03:0",
+        "03:000",
+        "0300",
+        "03-00",
+        "",
+        "ab:cd",
+        "-1:00",
+        "03:00\n00",
+        "١٢:٠٠",
+        "03:00Z",
+    ],
 )
 def test_parse_hhmm_rejects_everything_else(text: str) -> None:
     """Anything but an in-range HH:MM is a ValueError quoting the text and the expected form."""
@@ -219,4 +244,3 @@ def test_validate_identifier_rejects_sql_keywords(name: str) -> None:
     """Reserved SQL keywords are refused, since they cannot qualify a table unquoted."""
     with pytest.raises(InvalidIdentifierError, match="reserved SQL keyword"):
         validate_identifier(name, what="TASKQ_SCHEMA_NAME")
-

@@ -1,0 +1,186 @@
+"""Pytest plugin that runs the contract suite once per adapter.
+
+It adds ``--taskq-adapter=MODULE:CALLABLE``, the ``harness`` fixture (one
+fresh :class:`~contracts.harness.Harness` per test, parametrized over the
+adapters with ids such as ``test_x[memory]``) and the ``taskq_requires``
+marker. ``contracts/conftest.py`` loads it, so ``pytest contracts`` and a bare
+``pytest`` from the repo root both see it; outside this checkout use
+``-p contracts.plugin``.
+
+Without the option the built-in adapters run: memory always (a broken memory
+factory makes every ``[memory]`` test error, loudly), asyncpg and psycopg only
+when their factory module imports. With the option, only the named factory
+runs.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass
+
+import pytest
+
+from contracts.harness import Harness, HarnessFactory
+
+OPTION = "--taskq-adapter"
+MARKER = "taskq_requires"
+
+#: (test id, factory module, factory attribute) of the adapters shipped with TaskQ.
+BUILTIN_ADAPTERS: tuple[tuple[str, str, str], ...] = (
+    ("memory", "contracts.factories.memory", "memory_harness"),
+    ("asyncpg", "contracts.factories.asyncpg", "asyncpg_harness"),
+    ("psycopg", "contracts.factories.psycopg", "psycopg_harness"),
+)
+_REQUIRED_BUILTIN = "memory"
+
+
+@dataclass(frozen=True, slots=True)
+class Adapter:
+    """An adapter the suite runs against; ``factory`` is None when it failed to load."""
+
+    id: str
+    spec: str
+    factory: HarnessFactory | None
+    problem: str | None = None
+
+
+_ADAPTERS_KEY = pytest.StashKey[list[Adapter]]()
+_SKIPPED_KEY = pytest.StashKey[list[Adapter]]()
+_COUNTS_KEY = pytest.StashKey[dict[str, int]]()
+
+
+def load_factory(spec: str) -> HarnessFactory:
+    """Resolve ``"package.module:callable"`` (the attribute may be dotted)."""
+    module_name, sep, attr_path = spec.partition(":")
+    if not sep or not module_name or not attr_path:
+        raise ValueError(f"{spec!r} is not MODULE:CALLABLE")
+    obj: object = importlib.import_module(module_name)
+    for part in attr_path.split("."):
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise TypeError(f"{spec!r} is not callable")
+    factory: HarnessFactory = obj
+    return factory
+
+
+def adapter_id_for(spec: str) -> str:
+    """The test id of a user factory: its callable name without a ``_harness`` suffix."""
+    name = spec.rpartition(":")[2].rpartition(".")[2]
+    return name.removesuffix("_harness") or name
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _is_absent(exc: BaseException, module: str) -> bool:
+    """Whether ``exc`` says the factory module itself (or its package) does not exist."""
+    if not isinstance(exc, ModuleNotFoundError) or exc.name is None:
+        return False
+    return module == exc.name or module.startswith(exc.name + ".")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("taskq", "TaskQ contract suite")
+    group.addoption(
+        OPTION,
+        action="store",
+        default=None,
+        metavar="MODULE:CALLABLE",
+        help=(
+            "run the contract suite only against this harness factory (an async context "
+            "manager function yielding contracts.harness.Harness)"
+        ),
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{MARKER}(*capabilities): skip the contract test, with a reason, when the adapter "
+        "under test does not declare every one of these capabilities",
+    )
+    adapters: list[Adapter] = []
+    skipped: list[Adapter] = []
+    user_spec: str | None = config.getoption(OPTION)
+    if user_spec:
+        try:
+            factory = load_factory(user_spec)
+        except Exception as exc:
+            raise pytest.UsageError(f"{OPTION}={user_spec}: {_describe(exc)}") from exc
+        adapters.append(Adapter(adapter_id_for(user_spec), user_spec, factory))
+    else:
+        for adapter_id, module, attr in BUILTIN_ADAPTERS:
+            spec = f"{module}:{attr}"
+            try:
+                adapters.append(Adapter(adapter_id, spec, load_factory(spec)))
+            except Exception as exc:
+                failed = Adapter(adapter_id, spec, None, _describe(exc))
+                # An absent optional factory is normal; a broken one, or a missing memory
+                # factory, stays in so every one of its tests reports the problem.
+                absent = _is_absent(exc, module) and adapter_id != _REQUIRED_BUILTIN
+                (skipped if absent else adapters).append(failed)
+    config.stash[_ADAPTERS_KEY] = adapters
+    config.stash[_SKIPPED_KEY] = skipped
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "harness" not in metafunc.fixturenames:
+        return
+    adapters = metafunc.config.stash[_ADAPTERS_KEY]
+    metafunc.parametrize(
+        "harness",
+        [pytest.param(a, id=a.id) for a in adapters],
+        indirect=True,
+    )
+
+
+def _required_capabilities(node: pytest.Item) -> frozenset[str]:
+    caps: set[str] = set()
+    for mark in node.iter_markers(MARKER):
+        caps.update(str(c) for c in mark.args)
+    return frozenset(caps)
+
+
+def harness_capabilities(h: Harness) -> frozenset[str]:
+    """What the adapter declares, on the harness and on its store."""
+    return frozenset(h.capabilities) | frozenset(h.store.capabilities)
+
+
+@pytest.fixture
+async def harness(request: pytest.FixtureRequest) -> AsyncIterator[Harness]:
+    """A fresh harness of the adapter this test instance runs against."""
+    adapter: Adapter = request.param
+    if adapter.factory is None:
+        pytest.fail(f"{adapter.id} harness factory {adapter.spec} failed: {adapter.problem}")
+    required = _required_capabilities(request.node)
+    async with adapter.factory() as h:
+        missing = sorted(required - harness_capabilities(h))
+        if missing:
+            pytest.skip(f"adapter {h.name!r} lacks capability {', '.join(missing)}")
+        yield h
+
+
+def _count_by_adapter(items: Iterable[pytest.Item]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is None or "harness" not in callspec.params:
+            continue
+        adapter: Adapter = callspec.params["harness"]
+        counts[adapter.id] = counts.get(adapter.id, 0) + 1
+    return counts
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    config.stash[_COUNTS_KEY] = _count_by_adapter(items)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    counts = config.stash.get(_COUNTS_KEY, {})
+    if not counts and not config.stash.get(_SKIPPED_KEY, []):
+        return
+    parts = [f"{a.id}: {counts.get(a.id, 0)} tests" for a in config.stash[_ADAPTERS_KEY]]
+    parts += [f"{a.id}: not collected ({a.problem})" for a in config.stash[_SKIPPED_KEY]]
+    terminalreporter.write_line("taskq contract suite — " + "; ".join(parts))

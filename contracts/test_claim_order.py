@@ -1,0 +1,243 @@
+"""JobClaimer.claim ordering and eligibility: the same picks as taskq.domain.dispatch."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from contracts.harness import EPOCH, Harness
+from contracts.helpers import (
+    ACTORS,
+    at,
+    by_id,
+    claim,
+    enqueue,
+    expected_claim,
+    get,
+    new_job,
+    succeed,
+)
+from taskq.domain.actor_config import ActorConfig, QueueMode
+from taskq.domain.job import ClaimedJob
+from taskq.domain.status import JobStatus
+
+
+async def test_strict_fifo_is_priority_then_scheduled_at_then_id(harness: Harness) -> None:
+    """A strict-FIFO claim takes higher priority first, then earlier scheduled_at, then lower id."""
+    store = harness.store
+    j1 = await enqueue(store, new_job(priority=0), now=at(2))
+    j2 = await enqueue(store, new_job(priority=0), now=at(1))
+    j3 = await enqueue(store, new_job(priority=5), now=at(3))
+    j4 = await enqueue(store, new_job(priority=0), now=at(1))
+    j5 = await enqueue(store, new_job(priority=-1), now=at(0))
+    expected = [j3, j2, j4, j1, j5]
+    all_ids = [j1, j2, j3, j4, j5]
+    assert (
+        await expected_claim(
+            store, all_ids, queues=["default"], actors=ACTORS, limit=10, now=at(10)
+        )
+        == expected
+    )
+    assert by_id(await claim(store, now=at(10))) == expected
+
+
+async def test_limit_takes_the_head_of_the_order(harness: Harness) -> None:
+    """A claim with limit n takes exactly the first n jobs of the dispatch order."""
+    store = harness.store
+    ids = [await enqueue(store, new_job(priority=i % 3), now=at(i)) for i in range(7)]
+    first = by_id(await claim(store, limit=3, now=at(10)))
+    assert first == [ids[2], ids[5], ids[1]]
+    second = by_id(await claim(store, limit=3, now=at(10)))
+    assert second == [ids[4], ids[0], ids[3]]
+    assert by_id(await claim(store, limit=3, now=at(10))) == [ids[6]]
+    assert await claim(store, limit=3, now=at(10)) == []
+
+
+async def test_round_robin_interleaves_fairness_cohorts(harness: Harness) -> None:
+    """A round-robin queue takes one job per fairness cohort per round, keyless jobs forming one cohort."""
+    store = harness.store
+    await store.set_queue_mode("rr", QueueMode.ROUND_ROBIN)
+    a1 = await enqueue(store, new_job(queue="rr", fairness_key="A"), now=at(0))
+    a2 = await enqueue(store, new_job(queue="rr", fairness_key="A"), now=at(1))
+    a3 = await enqueue(store, new_job(queue="rr", fairness_key="A"), now=at(2))
+    b1 = await enqueue(store, new_job(queue="rr", fairness_key="B"), now=at(3))
+    b2 = await enqueue(store, new_job(queue="rr", fairness_key="B", priority=1), now=at(4))
+    n1 = await enqueue(store, new_job(queue="rr"), now=at(5))
+    # round 0: A→a1, B→b2 (priority), null→n1; ordered by priority, scheduled_at, id.
+    expected = [b2, a1, n1, a2, b1, a3]
+    ids = [a1, a2, a3, b1, b2, n1]
+    assert (
+        await expected_claim(store, ids, queues=["rr"], actors=ACTORS, limit=10, now=at(9))
+        == expected
+    )
+    assert by_id(await claim(store, queues=["rr"], now=at(9))) == expected
+
+
+async def test_round_robin_without_fairness_keys_is_fifo(harness: Harness) -> None:
+    """A round-robin queue on which no job sets a fairness key dispatches in FIFO order."""
+    store = harness.store
+    await store.set_queue_mode("rr", QueueMode.ROUND_ROBIN)
+    ids = [await enqueue(store, new_job(queue="rr"), now=at(5 - i)) for i in range(5)]
+    assert by_id(await claim(store, queues=["rr"], now=at(9))) == list(reversed(ids))
+
+
+async def test_fairness_key_is_ignored_on_a_strict_fifo_queue(harness: Harness) -> None:
+    """On a queue without a mode row, fairness keys do not change the FIFO order."""
+    store = harness.store
+    a1 = await enqueue(store, new_job(fairness_key="A"), now=at(0))
+    a2 = await enqueue(store, new_job(fairness_key="A"), now=at(1))
+    b1 = await enqueue(store, new_job(fairness_key="B"), now=at(2))
+    assert by_id(await claim(store, now=at(9))) == [a1, a2, b1]
+
+
+async def test_mode_change_applies_to_the_next_claim(harness: Harness) -> None:
+    """Switching a queue to round robin changes the order of the very next claim."""
+    store = harness.store
+    a1 = await enqueue(store, new_job(fairness_key="A"), now=at(0))
+    a2 = await enqueue(store, new_job(fairness_key="A"), now=at(1))
+    a3 = await enqueue(store, new_job(fairness_key="A"), now=at(2))
+    b1 = await enqueue(store, new_job(fairness_key="B"), now=at(3))
+    assert by_id(await claim(store, limit=1, now=at(9))) == [a1]
+    await store.set_queue_mode("default", QueueMode.ROUND_ROBIN)
+    assert by_id(await claim(store, limit=2, now=at(9))) == [a2, b1]
+    await store.set_queue_mode("default", QueueMode.STRICT_FIFO)
+    assert by_id(await claim(store, limit=2, now=at(9))) == [a3]
+
+
+async def test_mixed_queue_modes_follow_the_reference_model(harness: Harness) -> None:
+    """A claim over a strict-FIFO and a round-robin queue at once matches select_for_dispatch."""
+    store = harness.store
+    await store.set_queue_mode("rr", QueueMode.ROUND_ROBIN)
+    ids: list[int] = []
+    for i, (queue, key, prio) in enumerate(
+        [
+            ("fifo", "A", 0),
+            ("rr", "A", 0),
+            ("rr", "A", 0),
+            ("fifo", None, 1),
+            ("rr", "B", 0),
+            ("rr", None, 2),
+            ("fifo", "B", 0),
+            ("rr", "B", 0),
+        ]
+    ):
+        job = new_job(queue=queue, fairness_key=key, priority=prio)
+        ids.append(await enqueue(store, job, now=at(i % 3)))
+    queues = ["fifo", "rr"]
+    for _ in range(3):
+        expected = await expected_claim(
+            store, ids, queues=queues, actors=ACTORS, limit=3, now=at(9)
+        )
+        assert by_id(await claim(store, queues=queues, limit=3, now=at(9))) == expected
+
+
+async def test_claims_only_the_requested_queues(harness: Harness) -> None:
+    """A claim never takes jobs from queues it did not ask for."""
+    store = harness.store
+    q1 = await enqueue(store, new_job(queue="q1"))
+    q2 = await enqueue(store, new_job(queue="q2"))
+    q3 = await enqueue(store, new_job(queue="q3"))
+    assert by_id(await claim(store, queues=["q1", "q3"])) == [q1, q3]
+    assert (await get(store, q2)).status is JobStatus.PENDING
+    assert by_id(await claim(store, queues=["q2"])) == [q2]
+
+
+async def test_claims_only_the_workers_actors(harness: Harness) -> None:
+    """A claim never takes a job whose actor the worker did not register."""
+    store = harness.store
+    ja = await enqueue(store, new_job("a"))
+    jb = await enqueue(store, new_job("b"))
+    jx = await enqueue(store, new_job("unknown"))
+    assert by_id(await claim(store, actors=["a"])) == [ja]
+    assert by_id(await claim(store, actors=["b", "c"])) == [jb]
+    assert (await get(store, jx)).status is JobStatus.PENDING
+
+
+async def test_not_yet_due_jobs_are_not_claimed(harness: Harness) -> None:
+    """Jobs whose scheduled_at is after the claim's now stay where they are."""
+    store = harness.store
+    later = await enqueue(store, new_job(scheduled_at=at(60)), now=at(0))
+    pending_later = await enqueue(store, new_job(), now=at(30))
+    due = await enqueue(store, new_job(), now=at(10))
+    assert by_id(await claim(store, now=at(20))) == [due]
+    assert (await get(store, later)).status is JobStatus.SCHEDULED
+    assert (await get(store, pending_later)).status is JobStatus.PENDING
+    assert by_id(await claim(store, now=at(30))) == [pending_later]
+
+
+async def test_nothing_due_claims_nothing(harness: Harness) -> None:
+    """A claim on an empty store returns an empty list."""
+    assert await claim(harness.store, now=EPOCH) == []
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+async def test_claim_batches_match_the_reference_model(harness: Harness, seed: int) -> None:
+    """Batch after batch, claims on a random mix of queues, modes, priorities, cohorts and capacities equal select_for_dispatch."""
+    rng = random.Random(seed)
+    store = harness.store
+    queues = ["q1", "q2", "q3"]
+    await store.set_queue_mode("q2", QueueMode.ROUND_ROBIN)
+    if rng.random() < 0.5:
+        await store.set_queue_mode("q3", QueueMode.ROUND_ROBIN)
+    await store.sync_actor_configs(
+        [
+            ActorConfig(actor="a", queue="q1", max_concurrent=rng.choice([2, 3])),
+            ActorConfig(actor="b", queue="q2"),
+        ]
+    )
+    ids: list[int] = []
+    for _ in range(45):
+        fields: dict[str, Any] = {
+            "actor": rng.choice(ACTORS),
+            "queue": rng.choice(queues),
+            "priority": rng.choice([-1, 0, 0, 0, 2, 5]),
+            "fairness_key": rng.choice([None, "t1", "t2", "t3"]),
+        }
+        if rng.random() < 0.2:
+            ids.append(
+                await enqueue(store, new_job(**fields, scheduled_at=at(rng.choice([20, 21]))))
+            )
+        else:
+            ids.append(await enqueue(store, new_job(**fields), now=at(rng.choice([0, 1, 1, 2]))))
+    running: list[ClaimedJob] = []
+    now = at(10)
+    for round_no in range(60):
+        if round_no == 8:
+            now = at(25)
+            await store.promote_scheduled(now=now)
+        worker_queues = rng.sample(queues, rng.randint(1, 3))
+        worker_actors = rng.sample(ACTORS, rng.randint(1, 3))
+        limit = rng.randint(1, 6)
+        expected = await expected_claim(
+            store, ids, queues=worker_queues, actors=worker_actors, limit=limit, now=now
+        )
+        got = await claim(
+            store,
+            worker=f"w{round_no % 3}",
+            queues=worker_queues,
+            actors=worker_actors,
+            limit=limit,
+            now=now,
+        )
+        assert by_id(got) == expected, f"round {round_no}"
+        running.extend(got)
+        # Finish some running jobs so capped actors get capacity back.
+        rng.shuffle(running)
+        finished = rng.randint(0, 2)
+        for done in running[:finished]:
+            await succeed(store, done.lease, now=now)
+        del running[:finished]
+    # Drain whatever is left with a worker that takes everything.
+    while True:
+        for done in running:
+            await succeed(store, done.lease, now=now)
+        expected = await expected_claim(
+            store, ids, queues=queues, actors=ACTORS, limit=100, now=now
+        )
+        running = await claim(store, queues=queues, limit=100, now=now)
+        assert by_id(running) == expected
+        if not running:
+            break
+    assert await store.count_active() == 0

@@ -1,0 +1,126 @@
+"""JobEnqueuer.enqueue_many: per-job rules, input order, all-or-nothing, one wake-up."""
+
+from __future__ import annotations
+
+import pytest
+
+from contracts.harness import EPOCH, Harness
+from contracts.helpers import Inbox, at, enqueue, get, new_job
+from taskq.domain.errors import MaxPendingExceeded
+from taskq.domain.job import EnqueueResult
+from taskq.domain.status import JobStatus
+from taskq.ports.store_params import CAP_LISTEN_NOTIFY
+
+
+async def test_results_follow_input_order(harness: Harness) -> None:
+    """enqueue_many returns one result per job, in input order, with increasing ids."""
+    jobs = [
+        new_job("a", payload={"i": 0}),
+        new_job("b", payload={"i": 1}, scheduled_at=at(60)),
+        new_job("c", payload={"i": 2}, queue="q2", priority=3),
+    ]
+    results = await harness.store.enqueue_many(jobs, now=at(1))
+    assert len(results) == 3
+    assert all(isinstance(r, EnqueueResult) and not r.was_existing for r in results)
+    ids = [r.job_id for r in results]
+    assert ids == sorted(ids)
+    assert len(set(ids)) == 3
+    stored = [await get(harness.store, i) for i in ids]
+    assert [dict(j.payload) for j in stored] == [{"i": 0}, {"i": 1}, {"i": 2}]
+    assert [j.status for j in stored] == [
+        JobStatus.PENDING,
+        JobStatus.SCHEDULED,
+        JobStatus.PENDING,
+    ]
+    assert [j.scheduled_at for j in stored] == [at(1), at(60), at(1)]
+    assert (stored[2].queue, stored[2].priority) == ("q2", 3)
+
+
+async def test_empty_batch_returns_nothing(harness: Harness) -> None:
+    """enqueue_many of no jobs returns an empty list and stores nothing."""
+    assert await harness.store.enqueue_many([], now=EPOCH) == []
+    assert await harness.store.count_active() == 0
+
+
+async def test_batch_dedups_against_stored_jobs(harness: Harness) -> None:
+    """A job in a batch whose identity key is held returns the stored job; the rest are new."""
+    store = harness.store
+    held = await enqueue(store, new_job(identity_key="k"))
+    results = await store.enqueue_many(
+        [new_job(payload={"i": 0}), new_job(identity_key="k"), new_job(payload={"i": 2})],
+        now=EPOCH,
+    )
+    assert results[1] == EnqueueResult(held, was_existing=True)
+    assert not results[0].was_existing
+    assert not results[2].was_existing
+    assert await store.count_active() == 3
+
+
+async def test_batch_dedups_within_itself(harness: Harness) -> None:
+    """Two jobs in one batch with the same identity key store one job; the second returns it."""
+    results = await harness.store.enqueue_many(
+        [new_job(identity_key="k", payload={"i": 0}), new_job(identity_key="k")], now=EPOCH
+    )
+    assert results[0].was_existing is False
+    assert results[1] == EnqueueResult(results[0].job_id, was_existing=True)
+    assert dict((await get(harness.store, results[0].job_id)).payload) == {"i": 0}
+    assert await harness.store.count_active() == 1
+
+
+async def test_batch_is_all_or_nothing_on_max_pending(harness: Harness) -> None:
+    """A batch with one job over max_pending raises and stores none of its jobs."""
+    store = harness.store
+    await enqueue(store, new_job("c", max_pending=1))
+    with pytest.raises(MaxPendingExceeded):
+        await store.enqueue_many(
+            [new_job("a"), new_job("c", max_pending=1), new_job("b")], now=EPOCH
+        )
+    assert await store.count_active() == 1
+    # The same batch without the refused job goes through.
+    results = await store.enqueue_many([new_job("a"), new_job("b")], now=EPOCH)
+    assert len(results) == 2
+    assert await store.count_active() == 3
+
+
+async def test_max_pending_counts_jobs_earlier_in_the_batch(harness: Harness) -> None:
+    """Jobs earlier in a batch count toward max_pending for later ones; the batch is refused whole."""
+    store = harness.store
+    with pytest.raises(MaxPendingExceeded):
+        await store.enqueue_many([new_job(max_pending=2) for _ in range(3)], now=EPOCH)
+    assert await store.count_active() == 0
+    assert len(await store.enqueue_many([new_job(max_pending=2)] * 2, now=EPOCH)) == 2
+
+
+@pytest.mark.taskq_requires(CAP_LISTEN_NOTIFY)
+async def test_batch_wakes_listeners_once(harness: Harness) -> None:
+    """One enqueue_many sends one wake-up, not one per job."""
+    listener = await harness.open_notifier()
+    sender = await harness.open_notifier()
+    await listener.start()
+    await sender.start()
+    inbox = Inbox()
+    listener.subscribe(inbox)
+    await harness.store.enqueue_many([new_job(queue="q1") for _ in range(5)], now=EPOCH)
+    # Wake-ups arrive in commit order: once the sentinel is in, the batch's are too.
+    await sender.publish("sentinel")
+    await inbox.wait_for("sentinel")
+    woken = [q for q in inbox.received if q != "sentinel"]
+    assert len(woken) == 1, woken
+    assert woken[0] in ("q1", "")
+
+
+@pytest.mark.taskq_requires(CAP_LISTEN_NOTIFY)
+async def test_single_enqueue_wakes_listeners(harness: Harness) -> None:
+    """A single due enqueue wakes listeners for its queue (or for any queue)."""
+    listener = await harness.open_notifier()
+    sender = await harness.open_notifier()
+    await listener.start()
+    await sender.start()
+    inbox = Inbox()
+    listener.subscribe(inbox)
+    await enqueue(harness.store, new_job(queue="q1"))
+    await sender.publish("sentinel")
+    await inbox.wait_for("sentinel")
+    woken = [q for q in inbox.received if q != "sentinel"]
+    assert len(woken) == 1, woken
+    assert woken[0] in ("q1", "")

@@ -1,0 +1,1 @@
+"""TaskQ on asyncpg: the QueueStore and friends, and the migration runner."""

@@ -1,0 +1,91 @@
+"""JobClaimer for the memory store: exclusive claims in dispatch order, drain, release."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+from taskq.adapters.memory.store_base import OUTCOME_RELEASED, StoreCore, lease_until
+from taskq.domain.dispatch import DispatchCandidate, residual_capacity, select_for_dispatch
+from taskq.domain.job import ClaimedJob, Lease
+from taskq.domain.status import JobStatus
+from taskq.ports.store_params import ClaimRequest
+
+
+class ClaimOps(StoreCore):
+    async def claim(self, request: ClaimRequest) -> list[ClaimedJob]:
+        now = await self._begin(request.now)
+        if request.limit <= 0:
+            return []
+        expires = lease_until(now, request.lease)
+        queues, actors = set(request.queues), set(request.actors)
+        candidates = [
+            DispatchCandidate(
+                id=row.id,
+                queue=row.queue,
+                actor=row.actor,
+                priority=row.priority,
+                scheduled_at=row.scheduled_at,
+                fairness_key=row.fairness_key,
+            )
+            for row in self._db.rows_with_status(JobStatus.PENDING)
+            if row.queue in queues and row.actor in actors and row.scheduled_at <= now
+        ]
+        if not candidates:
+            return []
+        wanted = {c.actor for c in candidates}
+        max_concurrent = {
+            actor: config.max_concurrent
+            for actor in wanted
+            if (config := self._db.actor_configs.get(actor)) is not None
+        }
+        residual = residual_capacity(max_concurrent, self._db.running_counts(max_concurrent))
+        chosen = select_for_dispatch(
+            candidates, modes=self._db.queue_modes, residual=residual, limit=request.limit
+        )
+        claimed: list[ClaimedJob] = []
+        for candidate in chosen:
+            row = self._db.jobs[candidate.id]
+            self._db.move(row, JobStatus.RUNNING)
+            row.locked_by = request.worker_id
+            row.lock_expires_at = expires
+            row.fencing_token = self._db.next_fencing_token()
+            row.attempt += 1
+            # Set by mark_started once the consumer really begins: a drain must
+            # be able to tell claimed-but-unstarted rows apart.
+            row.started_at = None
+            claimed.append(row.to_claimed())
+        return claimed
+
+    async def mark_started(
+        self, leases: Sequence[Lease], *, now: datetime | None = None
+    ) -> list[Lease]:
+        at = await self._begin(now)
+        lost: list[Lease] = []
+        for lease in leases:
+            row = self._owned(lease)
+            if row is None:
+                lost.append(lease)
+            elif row.started_at is None:
+                row.started_at = at
+        return lost
+
+    async def release(self, lease: Lease, *, delay: timedelta, now: datetime | None = None) -> None:
+        at = await self._begin(now)
+        if delay < timedelta(0):
+            raise ValueError(f"release delay must be >= 0, got {delay}")
+        row = self._require_owned(lease)
+        self._record_attempt(row, outcome=OUTCOME_RELEASED, now=at)
+        self._wait_again(row, run_at=at + delay, now=at, refund_attempt=True)
+
+    async def drain_unstarted(self, worker_id: str, *, now: datetime | None = None) -> int:
+        await self._begin(now)
+        drained = 0
+        for row in list(self._db.rows_with_status(JobStatus.RUNNING)):
+            if row.locked_by == worker_id and row.started_at is None:
+                # Back to pending where it was in line; the attempt never ran.
+                self._db.move(row, JobStatus.PENDING)
+                row.attempt = max(row.attempt - 1, 0)
+                row.clear_lock()
+                drained += 1
+        return drained

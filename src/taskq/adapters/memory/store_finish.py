@@ -1,0 +1,93 @@
+"""JobFinisher for the memory store: fenced terminal writes, reschedules, cancel escalation."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from taskq.adapters.memory.rows import JobRow, to_json
+from taskq.adapters.memory.store_base import OUTCOME_RETRIED, OUTCOME_SNOOZED, StoreCore
+from taskq.domain.cancel_phase import CancelPhase
+from taskq.domain.errors import IllegalTransition
+from taskq.domain.job import Lease
+from taskq.domain.status import TERMINAL
+from taskq.ports.store_params import Finish, Reschedule
+
+
+def _check_terminal(outcome: Finish) -> None:
+    if outcome.status not in TERMINAL:
+        raise IllegalTransition(
+            f"finish writes a terminal status, not {outcome.status.value} (use reschedule)"
+        )
+
+
+class FinishOps(StoreCore):
+    async def finish(self, outcome: Finish) -> None:
+        now = await self._begin(outcome.now)
+        _check_terminal(outcome)
+        result = to_json(outcome.result)
+        self._apply_finish(self._require_owned(outcome.lease), outcome, result, now)
+
+    async def finish_many(self, outcomes: Sequence[Finish]) -> list[Lease]:
+        await self._begin()
+        # Validate the whole batch before the first write: it is one statement.
+        for outcome in outcomes:
+            _check_terminal(outcome)
+            self._resolve_now(outcome.now)
+        results = [to_json(outcome.result) for outcome in outcomes]
+        lost: list[Lease] = []
+        for outcome, result in zip(outcomes, results, strict=True):
+            row = self._owned(outcome.lease)
+            if row is None:
+                lost.append(outcome.lease)
+            else:
+                self._apply_finish(row, outcome, result, self._resolve_now(outcome.now))
+        return lost
+
+    async def reschedule(self, request: Reschedule) -> None:
+        now = await self._begin(request.now)
+        row = self._require_owned(request.lease)
+        self._record_attempt(
+            row,
+            outcome=OUTCOME_SNOOZED if request.snooze else OUTCOME_RETRIED,
+            now=now,
+            error_class=request.error_class,
+            error=request.error,
+        )
+        if request.error is not None or request.error_class is not None:
+            row.last_error = request.error if request.error is not None else request.error_class
+        if request.snooze:
+            row.metadata = {**row.metadata, "snooze_count": _snooze_count(row) + 1}
+        self._wait_again(row, run_at=request.run_at, now=now, refund_attempt=request.refund_attempt)
+
+    async def escalate_cancel(self, lease: Lease, *, now: datetime | None = None) -> None:
+        at = await self._begin(now)
+        row = self._require_owned(lease)
+        # Phases only move forward: a job already past FORCED stays there.
+        if row.cancel_phase < CancelPhase.FORCED:
+            row.cancel_phase = CancelPhase.FORCED
+        if row.cancel_requested_at is None:
+            row.cancel_requested_at = at
+
+    def _apply_finish(self, row: JobRow, outcome: Finish, result: object, now: datetime) -> None:
+        config = self._db.actor_configs.get(row.actor)
+        ttl = outcome.result_ttl
+        if config is not None and config.result_ttl is not None:
+            ttl = config.result_ttl
+        self._record_attempt(
+            row,
+            outcome=outcome.status.value,
+            now=now,
+            error_class=outcome.error_class,
+            error=outcome.error,
+        )
+        self._finish_row(row, outcome.status, now=now)
+        row.result = result
+        row.result_expires_at = None if ttl is None else now + ttl
+        if outcome.error is not None or outcome.error_class is not None:
+            row.last_error = outcome.error if outcome.error is not None else outcome.error_class
+
+
+def _snooze_count(row: JobRow) -> int:
+    value = row.metadata.get("snooze_count", 0)
+    return value if isinstance(value, int) else 0

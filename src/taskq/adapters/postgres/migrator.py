@@ -1,0 +1,297 @@
+"""Migration planning: which files exist, which are applied, what to run next.
+
+Pure: no connection, no clock. The driver reads ``schema_migrations`` and
+executes the plan (see ``taskq.adapters.asyncpg.migrate``).
+
+Files live in ``migrations/`` beside this module, as pairs
+``NNNN_name.up.sql`` / ``NNNN_name.down.sql`` (``NNNN`` is the version, four
+digits). An applied migration is pinned by the checksum of its ``.up.sql``
+file: editing that file afterwards makes every plan refuse to run, naming the
+file, because the database would no longer match what the code describes.
+Schema changes always go into a new migration.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from importlib import resources
+from importlib.abc import Traversable
+from pathlib import Path
+from typing import Final
+
+from taskq.domain.errors import MigrationError
+
+#: The package whose ``migrations/`` directory holds TaskQ's migrations.
+MIGRATIONS_PACKAGE: Final = "taskq.adapters.postgres"
+_FILE = re.compile(r"([0-9]{4})_([a-z0-9_]+)\.(up|down)\.sql")
+
+
+def checksum(text: str) -> str:
+    """SHA-256 (hex) of a migration's text; line endings do not count."""
+    return hashlib.sha256(text.replace("\r\n", "\n").encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    """One migration: its version, name, both scripts, and the up script's checksum."""
+
+    version: int
+    name: str
+    up_sql: str = field(repr=False)
+    down_sql: str = field(repr=False)
+    checksum: str = field(repr=False)
+
+    @property
+    def label(self) -> str:
+        """``0001_jobs``: how messages and ``status`` name it."""
+        return f"{self.version:04d}_{self.name}"
+
+    @property
+    def up_file(self) -> str:
+        return f"{self.label}.up.sql"
+
+    @property
+    def down_file(self) -> str:
+        return f"{self.label}.down.sql"
+
+
+def make_migration(version: int, name: str, up_sql: str, down_sql: str) -> Migration:
+    """A migration from its parts, with the checksum computed."""
+    return Migration(version, name, up_sql, down_sql, checksum(up_sql))
+
+
+@dataclass(frozen=True, slots=True)
+class AppliedMigration:
+    """One ``schema_migrations`` row."""
+
+    version: int
+    name: str
+    checksum: str
+    applied_at: datetime
+
+
+class MigrationState(StrEnum):
+    APPLIED = "applied"
+    PENDING = "pending"
+    CHANGED = "changed"  # applied, but its file no longer matches (name or checksum)
+    UNKNOWN = "unknown"  # applied, but this version of TaskQ has no such file
+
+
+@dataclass(frozen=True, slots=True)
+class MigrationStatus:
+    """One line of ``taskq migrate status``."""
+
+    version: int
+    name: str
+    state: MigrationState
+    applied_at: datetime | None
+
+    @property
+    def label(self) -> str:
+        return f"{self.version:04d}_{self.name}"
+
+
+def discover_migrations(directory: Traversable | Path | None = None) -> tuple[Migration, ...]:
+    """Every migration in ``directory`` (default: the packaged ones), by version.
+
+    Files other than ``*.sql`` are ignored. Raises :class:`MigrationError` for
+    a ``.sql`` file with a bad name, a version with a missing or extra file,
+    or two names for one version.
+    """
+    folder = directory or resources.files(MIGRATIONS_PACKAGE).joinpath("migrations")
+    parts: dict[int, dict[str, tuple[str, str]]] = {}
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        if not entry.name.endswith(".sql"):
+            continue
+        match = _FILE.fullmatch(entry.name)
+        if match is None:
+            raise MigrationError(
+                f"migration file {entry.name!r} is not named NNNN_name.up.sql or "
+                "NNNN_name.down.sql (lowercase name)"
+            )
+        version, name, direction = int(match.group(1)), match.group(2), match.group(3)
+        if version < 1:
+            raise MigrationError(f"migration file {entry.name!r}: versions start at 0001")
+        found = parts.setdefault(version, {})
+        names = {n for n, _ in found.values()}
+        if names and name not in names:
+            raise MigrationError(
+                f"migration version {version:04d} has two names: {sorted({*names, name})}"
+            )
+        found[direction] = (name, entry.read_text(encoding="utf-8"))
+    migrations: list[Migration] = []
+    for version in sorted(parts):
+        found = parts[version]
+        for direction in ("up", "down"):
+            if direction not in found:
+                (name, _), *_ = found.values()
+                raise MigrationError(
+                    f"migration {version:04d}_{name} has no {version:04d}_{name}.{direction}.sql"
+                )
+        name, up_sql = found["up"]
+        migrations.append(make_migration(version, name, up_sql, found["down"][1]))
+    return tuple(migrations)
+
+
+def _problems(
+    available: Sequence[Migration], applied: Iterable[AppliedMigration]
+) -> list[tuple[AppliedMigration, MigrationState, str]]:
+    by_version = {m.version: m for m in available}
+    out: list[tuple[AppliedMigration, MigrationState, str]] = []
+    for row in applied:
+        label = f"{row.version:04d}_{row.name}"
+        migration = by_version.get(row.version)
+        if migration is None:
+            out.append(
+                (
+                    row,
+                    MigrationState.UNKNOWN,
+                    f"the database has migration {label} applied but this version of TaskQ "
+                    "has no such migration file (was the database migrated by a newer TaskQ?)",
+                )
+            )
+        elif migration.name != row.name:
+            out.append(
+                (
+                    row,
+                    MigrationState.CHANGED,
+                    f"migration {row.version:04d} was applied as {label} but its file is now "
+                    f"{migration.up_file}",
+                )
+            )
+        elif migration.checksum != row.checksum:
+            out.append(
+                (
+                    row,
+                    MigrationState.CHANGED,
+                    f"migration file {migration.up_file} was changed after it was applied "
+                    f"(checksum applied {row.checksum[:12]}, file now {migration.checksum[:12]}); "
+                    "restore it and put schema changes in a new migration",
+                )
+            )
+    return out
+
+
+def verify_applied(available: Sequence[Migration], applied: Sequence[AppliedMigration]) -> None:
+    """Raise :class:`MigrationError` when applied history and files disagree.
+
+    Every problem is named in one message: a changed ``.up.sql`` (by file
+    name), a renamed file, or an applied version with no file.
+    """
+    problems = _problems(available, applied)
+    if problems:
+        raise MigrationError("; ".join(message for _, _, message in problems))
+
+
+def _known_version(available: Sequence[Migration], version: int, what: str) -> None:
+    known = [m.version for m in available]
+    if version not in known:
+        listing = ", ".join(f"{v:04d}" for v in known) or "none"
+        raise MigrationError(f"{what} {version} is not a known migration version (known: {listing})")
+
+
+def plan_up(
+    available: Sequence[Migration],
+    applied: Sequence[AppliedMigration],
+    *,
+    target: int | None = None,
+) -> tuple[Migration, ...]:
+    """The migrations to apply, in order, to reach ``target`` (default: the latest).
+
+    Empty when already there, or when ``target`` is below the current version
+    (``up`` never reverts). Raises :class:`MigrationError` when history and
+    files disagree, ``target`` is unknown, or a pending migration is older
+    than one already applied.
+    """
+    verify_applied(available, applied)
+    if target is not None:
+        _known_version(available, target, "target")
+    done = {row.version for row in applied}
+    latest = max(done, default=0)
+    pending = [
+        m
+        for m in sorted(available, key=lambda m: m.version)
+        if m.version not in done and (target is None or m.version <= target)
+    ]
+    stale = [m.label for m in pending if m.version < latest]
+    if stale:
+        raise MigrationError(
+            f"migration(s) {', '.join(stale)} are pending but {latest:04d} is already applied; "
+            "migrations must be applied in version order"
+        )
+    return tuple(pending)
+
+
+def plan_down(
+    available: Sequence[Migration],
+    applied: Sequence[AppliedMigration],
+    *,
+    to: int | None = None,
+) -> tuple[Migration, ...]:
+    """The applied migrations to revert, newest first, so that ``to`` is the latest left.
+
+    ``to=0`` reverts everything; ``to=None`` reverts only the latest applied
+    migration. Raises :class:`MigrationError` when history and files
+    disagree or ``to`` is neither 0 nor a known version.
+    """
+    verify_applied(available, applied)
+    done = sorted(row.version for row in applied)
+    if to is None:
+        to = done[-2] if len(done) >= 2 else 0
+    elif to != 0:
+        _known_version(available, to, "--to")
+    by_version = {m.version: m for m in available}
+    return tuple(by_version[v] for v in reversed(done) if v > to)
+
+
+def migration_status(
+    available: Sequence[Migration], applied: Sequence[AppliedMigration]
+) -> tuple[MigrationStatus, ...]:
+    """Every known or applied migration with its state, by version. Never raises."""
+    flagged = {row.version: state for row, state, _ in _problems(available, applied)}
+    rows = {row.version: row for row in applied}
+    out = [
+        MigrationStatus(
+            m.version,
+            m.name,
+            flagged.get(
+                m.version, MigrationState.APPLIED if m.version in rows else MigrationState.PENDING
+            ),
+            rows[m.version].applied_at if m.version in rows else None,
+        )
+        for m in available
+    ]
+    known = {m.version for m in available}
+    out.extend(
+        MigrationStatus(r.version, r.name, MigrationState.UNKNOWN, r.applied_at)
+        for r in applied
+        if r.version not in known
+    )
+    return tuple(sorted(out, key=lambda s: s.version))
+
+
+def status_problems(available: Sequence[Migration], applied: Sequence[AppliedMigration]) -> str:
+    """The message :func:`verify_applied` would raise, or ``""`` when all is well."""
+    return "; ".join(message for _, _, message in _problems(available, applied))
+
+
+__all__ = [
+    "MIGRATIONS_PACKAGE",
+    "AppliedMigration",
+    "Migration",
+    "MigrationState",
+    "MigrationStatus",
+    "checksum",
+    "discover_migrations",
+    "make_migration",
+    "migration_status",
+    "plan_down",
+    "plan_up",
+    "status_problems",
+    "verify_applied",
+]
