@@ -7,9 +7,9 @@ and passed explicitly, so every adapter computes the same timestamps.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Iterable, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from contracts.harness import EPOCH
 from taskq.domain.dispatch import DispatchCandidate, residual_capacity, select_for_dispatch
@@ -25,6 +25,8 @@ TICK = timedelta(microseconds=1)
 #: Bounded wait for anything asynchronous (notifications); never a timing assertion.
 WAIT = 5.0
 ACTORS: tuple[str, ...] = ("a", "b", "c")
+
+T = TypeVar("T")
 
 
 def at(seconds: float) -> datetime:
@@ -83,10 +85,11 @@ async def enqueue_and_claim(
     now: datetime = EPOCH,
     lease: timedelta = LEASE,
 ) -> ClaimedJob:
-    """Enqueue one job and claim it; the store must hold no other due job."""
+    """Enqueue one job and claim it; no other due job of its actor and queue may be waiting."""
+    job = job or new_job()
     job_id = await enqueue(store, job, now=now)
     claimed = await claim_one(
-        store, worker=worker, now=now, lease=lease, queues=(job.queue if job else DEFAULT_QUEUE,)
+        store, worker=worker, now=now, lease=lease, queues=[job.queue], actors=[job.actor]
     )
     assert claimed.id == job_id
     return claimed
@@ -175,12 +178,12 @@ async def expected_claim(
     return [c.id for c in picked]
 
 
-async def wait_for(event: asyncio.Event, what: str) -> None:
-    """Wait (bounded) for ``event``; fail naming ``what`` when it never comes."""
+async def within(awaitable: Awaitable[T], what: str, seconds: float = WAIT) -> T:
+    """Await with a bound; fail naming ``what`` when it does not finish in time."""
     try:
-        await asyncio.wait_for(event.wait(), WAIT)
+        return await asyncio.wait_for(awaitable, seconds)
     except TimeoutError:
-        raise AssertionError(f"timed out after {WAIT}s waiting for {what}") from None
+        raise AssertionError(f"timed out after {seconds}s waiting for {what}") from None
 
 
 class Inbox:

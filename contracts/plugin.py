@@ -177,7 +177,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     config.stash[_COUNTS_KEY] = _count_by_adapter(items)
 
 
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+def pytest_terminal_summary(
+    terminalreporter: pytest.TerminalReporter, config: pytest.Config
+) -> None:
     counts = config.stash.get(_COUNTS_KEY, {})
     if not counts and not config.stash.get(_SKIPPED_KEY, []):
         return

@@ -15,7 +15,7 @@ async def _capped(harness: Harness, max_concurrent: int | None) -> None:
 
 
 async def test_max_concurrent_caps_a_claim_without_blocking_others(harness: Harness) -> None:
-    """A claim takes at most max_concurrent jobs of a capped actor and still fills up with others."""
+    """A claim takes at most max_concurrent jobs of a capped actor and fills up with others."""
     store = harness.store
     await _capped(harness, 2)
     a_ids = [await enqueue(store, new_job("a", priority=9)) for _ in range(4)]
@@ -52,9 +52,7 @@ async def test_max_concurrent_is_reread_on_every_claim(harness: Harness) -> None
     await store.set_actor_capacity(CapacityUpdate(actor="a", max_concurrent=1))
     assert await claim(store, now=at(3)) == []
 
-    await store.set_actor_capacity(
-        CapacityUpdate(actor="a", clear=frozenset({"max_concurrent"}))
-    )
+    await store.set_actor_capacity(CapacityUpdate(actor="a", clear=frozenset({"max_concurrent"})))
     assert by_id(await claim(store, now=at(4))) == ids[3:]
 
 

@@ -55,8 +55,8 @@ async def test_concurrent_claimers_get_every_job_exactly_once(harness: Harness) 
     assert [job_id for job_id, n in counts.items() if n > 1] == []
     assert sorted(counts) == sorted(ids)
     assert len(set(owner.values())) > 1, "the claimers never overlapped"
-    for job in await get_all(harness.store, ids):
-        assert job.status is JobStatus.RUNNING
-        assert job.locked_by == owner[job.id]
-        assert job.attempt == 1
+    for stored in await get_all(harness.store, ids):
+        assert stored.status is JobStatus.RUNNING
+        assert stored.locked_by == owner[stored.id]
+        assert stored.attempt == 1
     assert await harness.store.count_active() == JOBS

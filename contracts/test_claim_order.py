@@ -56,7 +56,7 @@ async def test_limit_takes_the_head_of_the_order(harness: Harness) -> None:
 
 
 async def test_round_robin_interleaves_fairness_cohorts(harness: Harness) -> None:
-    """A round-robin queue takes one job per fairness cohort per round, keyless jobs forming one cohort."""
+    """Round robin takes one job per fairness cohort per round; keyless jobs form one cohort."""
     store = harness.store
     await store.set_queue_mode("rr", QueueMode.ROUND_ROBIN)
     a1 = await enqueue(store, new_job(queue="rr", fairness_key="A"), now=at(0))
@@ -174,7 +174,7 @@ async def test_nothing_due_claims_nothing(harness: Harness) -> None:
 
 @pytest.mark.parametrize("seed", [1, 2, 3, 4])
 async def test_claim_batches_match_the_reference_model(harness: Harness, seed: int) -> None:
-    """Batch after batch, claims on a random mix of queues, modes, priorities, cohorts and capacities equal select_for_dispatch."""
+    """Every claim on random queues, modes, cohorts and capacities equals the reference model."""
     rng = random.Random(seed)
     store = harness.store
     queues = ["q1", "q2", "q3"]

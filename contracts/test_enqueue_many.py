@@ -83,7 +83,7 @@ async def test_batch_is_all_or_nothing_on_max_pending(harness: Harness) -> None:
 
 
 async def test_max_pending_counts_jobs_earlier_in_the_batch(harness: Harness) -> None:
-    """Jobs earlier in a batch count toward max_pending for later ones; the batch is refused whole."""
+    """Earlier jobs of a batch count toward max_pending; the batch is refused as a whole."""
     store = harness.store
     with pytest.raises(MaxPendingExceeded):
         await store.enqueue_many([new_job(max_pending=2) for _ in range(3)], now=EPOCH)

@@ -15,7 +15,7 @@ from taskq.ports.store_params import CapacityUpdate
 
 
 async def test_literal_max_pending_refuses_when_full(harness: Harness) -> None:
-    """With the job's literal max_pending reached, enqueue raises MaxPendingExceeded and writes nothing."""
+    """At the literal max_pending, enqueue raises MaxPendingExceeded and writes nothing."""
     store = harness.store
     await enqueue(store, new_job(max_pending=2))
     await enqueue(store, new_job(max_pending=2))
@@ -104,7 +104,7 @@ async def test_operator_raised_max_pending_takes_effect(harness: Harness) -> Non
 
 
 async def test_key_hit_at_max_pending_returns_the_existing_job(harness: Harness) -> None:
-    """An identity- or idempotency-key hit returns the existing job even when max_pending is reached."""
+    """A key hit returns the existing job even when the actor is at max_pending."""
     store = harness.store
     first = await enqueue(store, new_job(max_pending=1, identity_key="k", idempotency_key="i"))
     by_identity = await store.enqueue(new_job(max_pending=1, identity_key="k"), now=EPOCH)

@@ -7,8 +7,14 @@ from typing import Annotated
 import typer
 
 from taskq.app import composition
-from taskq.app.cli_support import DEFAULT_PG_DSN, DEFAULT_SCHEMA, DsnOption, SchemaOption
-from taskq.app.cli_support import fail, run_async
+from taskq.app.cli_support import (
+    DEFAULT_PG_DSN,
+    DEFAULT_SCHEMA,
+    DsnOption,
+    SchemaOption,
+    fail,
+    run_async,
+)
 
 migrate_app = typer.Typer(
     help="Create, upgrade, revert and inspect the TaskQ schema.", no_args_is_help=True
@@ -55,7 +61,9 @@ def status(dsn: DsnOption = DEFAULT_PG_DSN, schema: SchemaOption = DEFAULT_SCHEM
     report = run_async(composition.migrate_status(dsn=dsn, schema_name=schema))
     table = [("VERSION", "NAME", "STATE", "APPLIED AT")]
     for row in report.rows:
-        applied_at = row.applied_at.isoformat(sep=" ", timespec="seconds") if row.applied_at else "-"
+        applied_at = (
+            row.applied_at.isoformat(sep=" ", timespec="seconds") if row.applied_at else "-"
+        )
         table.append((f"{row.version:04d}", row.name, row.state.value, applied_at))
     widths = [max(len(line[i]) for line in table) for i in range(3)]
     typer.echo(f"schema {report.schema}")

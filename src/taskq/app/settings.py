@@ -27,6 +27,7 @@ import math
 import re
 import uuid
 from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal, Self
@@ -41,7 +42,12 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic_settings import (
+    BaseSettings,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 from taskq.domain.errors import ConfigurationError, InvalidIdentifierError
 from taskq.domain.settings_rules import (
@@ -54,6 +60,10 @@ from taskq.domain.watchdog import WatchdogSettings
 
 ENV_PREFIX: Final = "TASKQ_"
 DEFAULT_PG_DSN: Final = "postgresql://taskq:taskq@localhost:5432/taskq"
+
+# Set while load_from_dict builds a model: the settings sources are then the
+# mapping alone, so code-built settings never depend on the host's environment.
+_MAPPING_ONLY: ContextVar[bool] = ContextVar("taskq_settings_mapping_only", default=False)
 
 #: Fields whose values may carry a password: never echoed in errors or reprs.
 _SECRET_FIELDS: Final = frozenset({"pg_dsn", "pg_dsn_direct", "pg_dsn_pooled", "redis_url"})
@@ -116,8 +126,12 @@ _DURATION_HELP: Final = (
 
 def _seconds(value: float) -> timedelta:
     if not math.isfinite(value):
-        raise ValueError(f"{value!r} is not a finite duration")
-    return timedelta(seconds=value)
+        raise ValueError(f"{value!r} is not a finite duration: {_DURATION_HELP}")
+    try:
+        return timedelta(seconds=value)
+    except OverflowError:
+        # An OverflowError would escape pydantic's error collection unnamed.
+        raise ValueError(f"{value!r} seconds is too long a duration") from None
 
 
 def parse_duration(value: object) -> timedelta:
@@ -351,11 +365,24 @@ class TaskQSettings(BaseSettings):
             raise ConfigurationError(
                 f"unknown settings for {cls.__name__}: {', '.join(sorted(unknown))}"
             )
+        token = _MAPPING_ONLY.set(True)
         try:
-            # model_validate skips the settings sources: only ``data`` and defaults.
-            return cls.model_validate(data)
-        except ValidationError as exc:
-            raise _configuration_error(exc) from exc
+            return cls(**data)
+        finally:
+            _MAPPING_ONLY.reset(token)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        if _MAPPING_ONLY.get():
+            return (init_settings,)
+        return (init_settings, env_settings, dotenv_settings, file_secret_settings)
 
     def with_overrides(self, **changes: Any) -> Self:
         """A validated copy with ``changes`` applied (e.g. CLI flags over the environment).

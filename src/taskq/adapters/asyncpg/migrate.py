@@ -59,7 +59,7 @@ def _reason(exc: BaseException) -> str:
     return first
 
 
-async def connect(dsn: str, *, timeout: float = CONNECT_TIMEOUT) -> Connection:
+async def connect(dsn: str, *, connect_timeout: float = CONNECT_TIMEOUT) -> Connection:
     """Open a connection; failures become domain errors naming host and port only.
 
     Raises :class:`StoreUnavailable` ("cannot connect to Postgres at
@@ -68,7 +68,7 @@ async def connect(dsn: str, *, timeout: float = CONNECT_TIMEOUT) -> Connection:
     """
     where = dsn_location(dsn)
     try:
-        conn: Connection = await asyncpg.connect(dsn, timeout=timeout)
+        conn: Connection = await asyncpg.connect(dsn, timeout=connect_timeout)
     except asyncpg.exceptions.ClientConfigurationError as exc:
         raise ConfigurationError(f"invalid Postgres DSN for {where}: {_reason(exc)}") from exc
     except (*_UNAVAILABLE, asyncpg.PostgresError) as exc:
@@ -79,9 +79,11 @@ async def connect(dsn: str, *, timeout: float = CONNECT_TIMEOUT) -> Connection:
 
 
 @asynccontextmanager
-async def open_connection(dsn: str, *, timeout: float = CONNECT_TIMEOUT) -> AsyncIterator[Connection]:
+async def open_connection(
+    dsn: str, *, connect_timeout: float = CONNECT_TIMEOUT
+) -> AsyncIterator[Connection]:
     """:func:`connect`, closed on exit."""
-    conn = await connect(dsn, timeout=timeout)
+    conn = await connect(dsn, connect_timeout=connect_timeout)
     try:
         yield conn
     finally:
@@ -94,7 +96,9 @@ def _db_errors(what: str) -> Iterator[None]:
     try:
         yield
     except _UNAVAILABLE as exc:
-        raise StoreUnavailable(f"lost the Postgres connection while {what}: {_reason(exc)}") from exc
+        raise StoreUnavailable(
+            f"lost the Postgres connection while {what}: {_reason(exc)}"
+        ) from exc
     except asyncpg.PostgresError as exc:
         raise MigrationError(f"{what} failed: {_reason(exc)}") from exc
 
@@ -171,7 +175,9 @@ async def upgrade(
     q = _queries(schema)
     async with _migration_lock(conn, schema):
         with _db_errors(f"creating schema {schema.name}"):
-            await conn.execute(q["create_schema"].sql)
+            exists = q["schema_exists"]
+            if not await conn.fetchval(exists.sql, *exists.args(schema_name=schema.name)):
+                await conn.execute(q["create_schema"].sql)
             await conn.execute(q["create_migrations_table"].sql)
         plan = plan_up(available, await read_applied(conn, schema), target=target)
         for migration in plan:

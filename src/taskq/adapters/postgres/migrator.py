@@ -192,7 +192,9 @@ def _known_version(available: Sequence[Migration], version: int, what: str) -> N
     known = [m.version for m in available]
     if version not in known:
         listing = ", ".join(f"{v:04d}" for v in known) or "none"
-        raise MigrationError(f"{what} {version} is not a known migration version (known: {listing})")
+        raise MigrationError(
+            f"{what} {version} is not a known migration version (known: {listing})"
+        )
 
 
 def plan_up(

@@ -158,7 +158,9 @@ class _Scanner:
                 i = self._comment_end(j)
                 self._emit("other", text[j:i])
             elif tok == "'":
-                escapes = j > 0 and text[j - 1] in "Ee" and (j < 2 or not _is_ident_char(text[j - 2]))
+                escapes = (
+                    j > 0 and text[j - 1] in "Ee" and (j < 2 or not _is_ident_char(text[j - 2]))
+                )
                 i = self._quoted_end(j, "'", backslash=escapes)
                 self._literal(j, i)
             elif tok == '"':
@@ -286,6 +288,7 @@ class Query:
         return _distinct_params(self.segments)
 
     def for_asyncpg(self, schema: Schema) -> AsyncpgQuery:
+        """``$n`` placeholders numbered by first appearance; ``{schema}`` filled in."""
         numbers: dict[str, int] = {}
         out: list[str] = []
         for kind, value in self.segments:
@@ -299,6 +302,7 @@ class Query:
         return AsyncpgQuery(self.name, "".join(out), tuple(numbers))
 
     def for_psycopg(self, schema: Schema) -> PsycopgQuery:
+        """``%(name)s`` placeholders, literal ``%`` doubled; ``{schema}`` filled in."""
         out: list[str] = []
         for kind, value in self.segments:
             if kind == "param":
@@ -357,12 +361,14 @@ def parse_sql(text: str, *, source: str = "<string>") -> dict[str, Query]:
         if not why:
             raise SqlFileError(f"{where}: query {name!r} needs a one-line '-- why' comment")
         body = _strip_statement("\n".join(lines[index + 2 : end]))
-        body_line = index + 3 + next(
-            (n for n, ln in enumerate(lines[index + 2 : end]) if ln.strip()), 0
+        body_line = (
+            index + 3 + next((n for n, ln in enumerate(lines[index + 2 : end]) if ln.strip()), 0)
         )
         segments = _scan(body, source=source, first_line=body_line)
         code = "".join(value for kind, value in segments if kind == "code")
-        if not any(kind in ("code", "param", "schema") and value.strip() for kind, value in segments):
+        if not any(
+            kind in ("code", "param", "schema") and value.strip() for kind, value in segments
+        ):
             raise SqlFileError(f"{where}: query {name!r} has no SQL")
         if ";" in code:
             raise SqlFileError(f"{where}: query {name!r} holds more than one statement")

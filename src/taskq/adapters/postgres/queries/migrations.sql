@@ -8,8 +8,12 @@ SELECT pg_advisory_lock(hashtextextended(:lock_key::text, 0))
 -- Released explicitly so a pooled connection never keeps it; closing the session would too.
 SELECT pg_advisory_unlock(hashtextextended(:lock_key::text, 0))
 
+-- name: schema_exists
+-- Checked first: CREATE SCHEMA needs CREATE on the database even when the schema exists.
+SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = :schema_name)
+
 -- name: create_schema
--- IF NOT EXISTS because `up` is idempotent; runs under the migration lock, so it never races.
+-- IF NOT EXISTS as a second guard; it runs under the migration lock, so it never races.
 CREATE SCHEMA IF NOT EXISTS {schema}
 
 -- name: create_migrations_table

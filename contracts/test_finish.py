@@ -1,0 +1,191 @@
+"""JobFinisher.finish / finish_many: terminal writes, results, result TTLs, attempt records."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from contracts.harness import Harness
+from contracts.helpers import at, enqueue_and_claim, get, new_job
+from taskq.domain.actor_config import ActorConfig
+from taskq.domain.errors import IllegalTransition
+from taskq.domain.status import TERMINAL, JobStatus
+from taskq.ports.store_params import CapacityUpdate, Finish
+
+
+async def test_success_writes_result_finished_at_and_attempt(harness: Harness) -> None:
+    """A succeeded finish stores the result and finished_at and records the attempt."""
+    store = harness.store
+    claimed = await enqueue_and_claim(store)
+    await store.mark_started([claimed.lease], now=at(1))
+    await store.finish(
+        Finish(lease=claimed.lease, status=JobStatus.SUCCEEDED, result={"ok": [1, 2]}, now=at(7))
+    )
+    got = await get(store, claimed.id)
+    assert got.status is JobStatus.SUCCEEDED
+    assert got.result == {"ok": [1, 2]}
+    assert got.finished_at == at(7)
+    assert got.started_at == at(1)
+    assert got.result_expires_at is None
+    assert got.last_error is None
+    assert got.attempt == 1
+    [record] = await store.attempts(claimed.id)
+    assert (record.job_id, record.attempt, record.worker_id) == (claimed.id, 1, "w1")
+    assert (record.error_class, record.error) == (None, None)
+    assert record.finished_at == at(7)
+
+
+@pytest.mark.parametrize("status", sorted(TERMINAL), ids=str)
+async def test_every_terminal_status_can_be_written(harness: Harness, status: JobStatus) -> None:
+    """The owner can end a running job in each terminal status, with finished_at = now."""
+    store = harness.store
+    claimed = await enqueue_and_claim(store)
+    error = None if status is JobStatus.SUCCEEDED else ("Why", "why")
+    await store.finish(
+        Finish(
+            lease=claimed.lease,
+            status=status,
+            error=error and error[1],
+            error_class=error and error[0],
+            now=at(3),
+        )
+    )
+    got = await get(store, claimed.id)
+    assert got.status is status
+    assert got.finished_at == at(3)
+    assert await store.count_active() == 0
+    [record] = await store.attempts(claimed.id)
+    assert (record.error_class, record.error) == (error or (None, None))
+    assert record.finished_at == at(3)
+
+
+async def test_failure_records_the_error(harness: Harness) -> None:
+    """A failed finish stores the error as last_error and in the attempt record."""
+    store = harness.store
+    claimed = await enqueue_and_claim(store)
+    await store.finish(
+        Finish(
+            lease=claimed.lease,
+            status=JobStatus.FAILED,
+            error="division by zero",
+            error_class="ZeroDivisionError",
+            now=at(2),
+        )
+    )
+    got = await get(store, claimed.id)
+    assert got.status is JobStatus.FAILED
+    assert got.last_error == "division by zero"
+    [record] = await store.attempts(claimed.id)
+    assert (record.error_class, record.error) == ("ZeroDivisionError", "division by zero")
+
+
+@pytest.mark.parametrize("status", [JobStatus.RUNNING, JobStatus.PENDING], ids=str)
+async def test_non_terminal_finish_is_refused(harness: Harness, status: JobStatus) -> None:
+    """finish with a status that is not terminal raises IllegalTransition and changes nothing."""
+    store = harness.store
+    claimed = await enqueue_and_claim(store)
+    before = await get(store, claimed.id)
+    with pytest.raises(IllegalTransition):
+        await store.finish(Finish(lease=claimed.lease, status=status, now=at(2)))
+    assert await get(store, claimed.id) == before
+    assert await store.attempts(claimed.id) == []
+
+
+async def test_result_ttl_literal_sets_result_expiry(harness: Harness) -> None:
+    """A result_ttl literal makes the result expire that long after the finish."""
+    store = harness.store
+    claimed = await enqueue_and_claim(store)
+    await store.finish(
+        Finish(
+            lease=claimed.lease,
+            status=JobStatus.SUCCEEDED,
+            result="r",
+            result_ttl=timedelta(hours=1),
+            now=at(10),
+        )
+    )
+    assert (await get(store, claimed.id)).result_expires_at == at(10 + 3600)
+
+
+async def test_stored_result_ttl_wins_over_the_literal(harness: Harness) -> None:
+    """A stored actor_config.result_ttl, not the worker's literal, sets the result expiry."""
+    store = harness.store
+    await store.sync_actor_configs(
+        [ActorConfig(actor="a", queue="default", result_ttl=timedelta(seconds=30))]
+    )
+    claimed = await enqueue_and_claim(store)
+    await store.finish(
+        Finish(
+            lease=claimed.lease,
+            status=JobStatus.SUCCEEDED,
+            result="r",
+            result_ttl=timedelta(hours=1),
+            now=at(10),
+        )
+    )
+    assert (await get(store, claimed.id)).result_expires_at == at(40)
+
+
+async def test_stored_result_ttl_is_reread_at_every_finish(harness: Harness) -> None:
+    """Changing or clearing the stored result_ttl applies to the next finish."""
+    store = harness.store
+    await store.sync_actor_configs(
+        [ActorConfig(actor="a", queue="default", result_ttl=timedelta(seconds=30))]
+    )
+    await store.set_actor_capacity(CapacityUpdate(actor="a", result_ttl=timedelta(seconds=5)))
+    first = await enqueue_and_claim(store)
+    await store.finish(
+        Finish(lease=first.lease, status=JobStatus.SUCCEEDED, result_ttl=None, now=at(10))
+    )
+    assert (await get(store, first.id)).result_expires_at == at(15)
+
+    await store.set_actor_capacity(CapacityUpdate(actor="a", clear=frozenset({"result_ttl"})))
+    second = await enqueue_and_claim(store, now=at(20))
+    await store.finish(
+        Finish(
+            lease=second.lease,
+            status=JobStatus.SUCCEEDED,
+            result_ttl=timedelta(seconds=100),
+            now=at(20),
+        )
+    )
+    assert (await get(store, second.id)).result_expires_at == at(120)
+
+
+async def test_finish_many_finishes_every_owned_job(harness: Harness) -> None:
+    """finish_many with only owned leases returns no lost lease and writes each outcome."""
+    store = harness.store
+    one = await enqueue_and_claim(store, new_job(payload={"i": 1}))
+    two = await enqueue_and_claim(store, new_job(payload={"i": 2}))
+    three = await enqueue_and_claim(store, new_job(payload={"i": 3}))
+    lost = await store.finish_many(
+        [
+            Finish(lease=one.lease, status=JobStatus.SUCCEEDED, result="one", now=at(5)),
+            Finish(
+                lease=two.lease,
+                status=JobStatus.SUCCEEDED,
+                result="two",
+                result_ttl=timedelta(seconds=10),
+                now=at(6),
+            ),
+            Finish(lease=three.lease, status=JobStatus.CANCELLED, now=at(7)),
+        ]
+    )
+    assert lost == []
+    got = [await get(store, c.id) for c in (one, two, three)]
+    assert [j.status for j in got] == [
+        JobStatus.SUCCEEDED,
+        JobStatus.SUCCEEDED,
+        JobStatus.CANCELLED,
+    ]
+    assert [j.result for j in got] == ["one", "two", None]
+    assert [j.finished_at for j in got] == [at(5), at(6), at(7)]
+    assert got[1].result_expires_at == at(16)
+    for c in (one, two, three):
+        assert len(await store.attempts(c.id)) == 1
+
+
+async def test_finish_many_of_nothing_is_a_no_op(harness: Harness) -> None:
+    """finish_many of an empty list returns an empty list."""
+    assert await harness.store.finish_many([]) == []

@@ -1,0 +1,157 @@
+"""RateLimiter: fixed windows and concurrency reservations, exact under concurrency."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
+from datetime import datetime, timedelta
+
+import pytest
+
+from contracts.harness import EPOCH, Harness
+from contracts.helpers import TICK, at
+from taskq.ports.rate_limiter import RateDecision, RateLimiter, Reservation
+
+SECOND = timedelta(seconds=1)
+LEASE = timedelta(seconds=10)
+
+
+@pytest.fixture
+async def limiters(harness: Harness) -> AsyncIterator[list[RateLimiter]]:
+    """Four limiter instances on the adapter's shared state (skips when it has none)."""
+    opener = harness.open_rate_limiter
+    if opener is None:
+        pytest.skip(f"adapter {harness.name!r} provides no rate limiter")
+    async with AsyncExitStack() as stack:
+        opened: list[RateLimiter] = []
+        for _ in range(4):
+            limiter = await opener()
+            stack.push_async_callback(limiter.close)
+            opened.append(limiter)
+        yield opened
+
+
+async def test_window_allows_exactly_limit_under_concurrency(limiters: list[RateLimiter]) -> None:
+    """Fifty concurrent acquires in one window with limit 10 allow exactly 10, across instances."""
+    decisions = await asyncio.gather(
+        *(
+            limiters[i % len(limiters)].acquire_rate("k", limit=10, window=SECOND, now=at(0.25))
+            for i in range(50)
+        )
+    )
+    assert all(isinstance(d, RateDecision) for d in decisions)
+    assert sum(d.allowed for d in decisions) == 10
+    # Windows are aligned to the epoch, so this one ends at EPOCH + 1s.
+    assert {d.retry_after for d in decisions if not d.allowed} == {timedelta(seconds=0.75)}
+
+
+async def test_next_window_allows_again(limiters: list[RateLimiter]) -> None:
+    """The next epoch-aligned window starts at the window boundary and allows limit calls again."""
+    limiter = limiters[0]
+    window = timedelta(seconds=10)
+    assert (await limiter.acquire_rate("k", limit=2, window=window, now=at(3))).allowed
+    assert (await limiter.acquire_rate("k", limit=2, window=window, now=at(4))).allowed
+    denied = await limiter.acquire_rate("k", limit=2, window=window, now=at(10) - TICK)
+    assert denied == RateDecision(False, TICK)
+    assert (await limiter.acquire_rate("k", limit=2, window=window, now=at(10))).allowed
+    assert (await limiter.acquire_rate("k", limit=2, window=window, now=at(11))).allowed
+    assert not (await limiter.acquire_rate("k", limit=2, window=window, now=at(12))).allowed
+
+
+async def test_keys_have_separate_windows(limiters: list[RateLimiter]) -> None:
+    """Permits for one key do not use up another key's window."""
+    limiter = limiters[0]
+    assert (await limiter.acquire_rate("x", limit=1, window=SECOND, now=at(0))).allowed
+    assert not (await limiter.acquire_rate("x", limit=1, window=SECOND, now=at(0))).allowed
+    assert (await limiter.acquire_rate("y", limit=1, window=SECOND, now=at(0))).allowed
+
+
+# --- reservations ------------------------------------------------------------------------
+
+
+async def _reserve(
+    limiter: RateLimiter,
+    holder: str,
+    *,
+    key: str = "k",
+    capacity: int = 3,
+    now: datetime = EPOCH,
+) -> Reservation | None:
+    return await limiter.reserve(key, capacity=capacity, holder=holder, lease=LEASE, now=now)
+
+
+async def test_reservations_never_exceed_capacity_under_concurrency(
+    limiters: list[RateLimiter],
+) -> None:
+    """Twenty concurrent reservers on several instances get exactly capacity distinct slots."""
+    results = await asyncio.gather(
+        *(_reserve(limiters[i % len(limiters)], f"h{i}") for i in range(20))
+    )
+    held = [r for r in results if r is not None]
+    assert len(held) == 3
+    assert sorted(r.slot for r in held) == [0, 1, 2]
+    assert len({r.token for r in held}) == 3
+    assert all(r.key == "k" for r in held)
+    assert await _reserve(limiters[0], "late", now=at(1)) is None
+
+
+async def test_release_frees_the_slot(limiters: list[RateLimiter]) -> None:
+    """Releasing a reservation lets the next reserver take its slot; a second release is a no-op."""
+    first = await _reserve(limiters[0], "h1", capacity=2)
+    second = await _reserve(limiters[1], "h2", capacity=2)
+    assert first is not None
+    assert second is not None
+    assert await _reserve(limiters[2], "h3", capacity=2) is None
+    await limiters[0].release(first)
+    await limiters[0].release(first)
+    third = await _reserve(limiters[2], "h3", capacity=2, now=at(1))
+    assert third is not None
+    assert third.slot == first.slot
+    assert await _reserve(limiters[3], "h4", capacity=2, now=at(1)) is None
+
+
+async def test_expiry_frees_the_slot(limiters: list[RateLimiter]) -> None:
+    """A reservation not extended stops counting once its lease has run out."""
+    assert await _reserve(limiters[0], "h1", capacity=1) is not None
+    assert await _reserve(limiters[1], "h2", capacity=1, now=at(10) - TICK) is None
+    assert await _reserve(limiters[1], "h2", capacity=1, now=at(10) + TICK) is not None
+
+
+async def test_stale_release_does_not_free_a_reused_slot(limiters: list[RateLimiter]) -> None:
+    """Releasing an expired reservation whose slot was reused leaves the new holder in place."""
+    old = await _reserve(limiters[0], "h1", capacity=1)
+    assert old is not None
+    new = await _reserve(limiters[1], "h2", capacity=1, now=at(11))
+    assert new is not None
+    await limiters[0].release(old)
+    assert await _reserve(limiters[2], "h3", capacity=1, now=at(12)) is None
+
+
+async def test_extend_keeps_reservations_alive(limiters: list[RateLimiter]) -> None:
+    """extend() pushes every live reservation of the holder to now + lease and counts them."""
+    assert await _reserve(limiters[0], "h1", key="k1", capacity=1) is not None
+    assert await _reserve(limiters[0], "h1", key="k2", capacity=1) is not None
+    assert await _reserve(limiters[0], "other", key="k3", capacity=1) is not None
+    assert await limiters[1].extend("h1", lease=LEASE, now=at(8)) == 2
+    assert await _reserve(limiters[2], "h2", key="k1", capacity=1, now=at(15)) is None
+    assert await _reserve(limiters[2], "h2", key="k3", capacity=1, now=at(15)) is not None
+    assert await _reserve(limiters[2], "h2", key="k2", capacity=1, now=at(18) + TICK) is not None
+    assert await limiters[1].extend("nobody", lease=LEASE, now=at(19)) == 0
+
+
+async def test_expired_reservations_are_not_extended(limiters: list[RateLimiter]) -> None:
+    """extend() does not revive a reservation whose lease already ran out."""
+    assert await _reserve(limiters[0], "h1", capacity=1) is not None
+    assert await limiters[0].extend("h1", lease=LEASE, now=at(30)) == 0
+    assert await _reserve(limiters[1], "h2", capacity=1, now=at(30)) is not None
+
+
+async def test_sweep_deletes_expired_reservations(limiters: list[RateLimiter]) -> None:
+    """sweep_expired removes exactly the expired reservations and reports how many."""
+    assert await _reserve(limiters[0], "h1", key="k1", capacity=1, now=at(0)) is not None
+    assert await _reserve(limiters[0], "h2", key="k2", capacity=1, now=at(0)) is not None
+    assert await _reserve(limiters[0], "h3", key="k3", capacity=1, now=at(5)) is not None
+    assert await limiters[1].sweep_expired(now=at(12)) == 2
+    assert await limiters[1].sweep_expired(now=at(12)) == 0
+    assert await _reserve(limiters[2], "h4", key="k3", capacity=1, now=at(12)) is None

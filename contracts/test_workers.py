@@ -1,0 +1,186 @@
+"""WorkerRegistry: registration, the heartbeat transaction, stale-worker cleanup, isolation."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from contracts.harness import Harness
+from contracts.helpers import (
+    at,
+    claim,
+    claim_one,
+    enqueue,
+    enqueue_and_claim,
+    get,
+    new_job,
+    register,
+)
+from taskq.domain.cancel_phase import CancelPhase
+from taskq.domain.status import JobStatus
+from taskq.ports.store_params import (
+    Finish,
+    Heartbeat,
+    Isolation,
+    ReclaimReport,
+    RunningJobView,
+    WorkerRecord,
+)
+
+LEASE_60 = timedelta(seconds=60)
+
+
+async def test_registered_worker_is_listed(harness: Harness) -> None:
+    """register_worker stores the worker, listed with started_at and last_seen_at = now."""
+    store = harness.store
+    await register(store, "w1", queues=("default", "q2"), now=at(3), label="api")
+    assert await store.list_workers() == [
+        WorkerRecord(
+            worker_id="w1",
+            hostname="contract-host",
+            pid=4242,
+            queues=("default", "q2"),
+            started_at=at(3),
+            last_seen_at=at(3),
+            worker_label="api",
+        )
+    ]
+
+
+async def test_deregistered_worker_is_gone(harness: Harness) -> None:
+    """deregister_worker removes only that worker."""
+    store = harness.store
+    await register(store, "w1")
+    await register(store, "w2")
+    await store.deregister_worker("w1")
+    assert [w.worker_id for w in await store.list_workers()] == ["w2"]
+
+
+async def test_heartbeat_sets_last_seen(harness: Harness) -> None:
+    """A heartbeat moves the worker's last_seen_at to now and leaves started_at."""
+    store = harness.store
+    await register(store, "w1", now=at(0))
+    await register(store, "w2", now=at(0))
+    await store.heartbeat(Heartbeat(worker_id="w1", lease=LEASE_60, now=at(10)))
+    seen = {w.worker_id: (w.started_at, w.last_seen_at) for w in await store.list_workers()}
+    assert seen == {"w1": (at(0), at(10)), "w2": (at(0), at(0))}
+
+
+async def test_heartbeat_extends_only_the_workers_own_jobs(harness: Harness) -> None:
+    """A heartbeat extends lock_expires_at to now + lease for this worker's running jobs only."""
+    store = harness.store
+    await register(store, "w1")
+    await register(store, "w2")
+    for _ in range(3):
+        await enqueue(store)
+    mine = await claim(store, worker="w1", limit=2, now=at(1))
+    [theirs] = await claim(store, worker="w2", limit=1, now=at(1))
+    await store.mark_started([mine[0].lease], now=at(2))
+
+    report = await store.heartbeat(
+        Heartbeat(worker_id="w1", lease=timedelta(seconds=90), now=at(50))
+    )
+    assert sorted(report.running, key=lambda v: v.lease.job_id) == [
+        RunningJobView(
+            lease=mine[0].lease,
+            cancel_phase=CancelPhase.NONE,
+            cancel_requested_at=None,
+            started=True,
+        ),
+        RunningJobView(
+            lease=mine[1].lease,
+            cancel_phase=CancelPhase.NONE,
+            cancel_requested_at=None,
+            started=False,
+        ),
+    ]
+    for job in mine:
+        assert (await get(store, job.id)).lock_expires_at == at(140)
+    assert (await get(store, theirs.id)).lock_expires_at == theirs.lock_expires_at
+
+
+async def test_heartbeat_keeps_a_late_but_unreclaimed_lease(harness: Harness) -> None:
+    """A heartbeat after lock_expires_at but before any reclaim still extends the owned job."""
+    store = harness.store
+    await register(store, "w1")
+    claimed = await enqueue_and_claim(store, lease=timedelta(seconds=10))
+    report = await store.heartbeat(Heartbeat(worker_id="w1", lease=LEASE_60, now=at(15)))
+    assert [v.lease for v in report.running] == [claimed.lease]
+    assert (await get(store, claimed.id)).lock_expires_at == at(75)
+    assert await store.reclaim_expired(now=at(20)) == ReclaimReport()
+
+
+async def test_heartbeat_does_not_report_jobs_now_owned_by_another(harness: Harness) -> None:
+    """After the job is reclaimed by another, the old owner's heartbeat ignores it."""
+    store = harness.store
+    await register(store, "w1")
+    await register(store, "w2")
+    await enqueue_and_claim(store, lease=timedelta(seconds=10))
+    await store.reclaim_expired(now=at(11))
+    stolen = await claim_one(store, worker="w2", now=at(12))
+    report = await store.heartbeat(Heartbeat(worker_id="w1", lease=LEASE_60, now=at(13)))
+    assert report.running == ()
+    assert (await get(store, stolen.id)).lock_expires_at == stolen.lock_expires_at
+
+
+async def test_heartbeat_ignores_finished_jobs(harness: Harness) -> None:
+    """Jobs the worker already finished are not in its heartbeat report."""
+    store = harness.store
+    await register(store, "w1")
+    done = await enqueue_and_claim(store)
+    await store.finish(Finish(lease=done.lease, status=JobStatus.SUCCEEDED, now=at(1)))
+    report = await store.heartbeat(Heartbeat(worker_id="w1", lease=LEASE_60, now=at(2)))
+    assert report.running == ()
+
+
+async def test_stale_workers_are_cleaned_up(harness: Harness) -> None:
+    """cleanup_stale_workers removes and returns workers not seen for stale_after."""
+    store = harness.store
+    await register(store, "old", now=at(0))
+    await register(store, "fresh", now=at(0))
+    await store.heartbeat(Heartbeat(worker_id="fresh", lease=LEASE_60, now=at(100)))
+    removed = await store.cleanup_stale_workers(stale_after=timedelta(seconds=60), now=at(120))
+    assert removed == ["old"]
+    assert [w.worker_id for w in await store.list_workers()] == ["fresh"]
+    assert await store.cleanup_stale_workers(stale_after=timedelta(seconds=60), now=at(120)) == []
+
+
+async def test_isolate_worker_repends_retryable_and_crashes_the_rest(harness: Harness) -> None:
+    """isolate_worker re-waits retryable jobs with attempts left and crashes the rest."""
+    store = harness.store
+    await register(store, "w1")
+    await register(store, "w2")
+    retry = await enqueue(store, new_job("r", max_attempts=3))
+    spent = await enqueue(store, new_job("r", max_attempts=1))
+    fatal = await enqueue(store, new_job("n", max_attempts=3))
+    claimed = await claim(store, worker="w1", actors=["r", "n"], now=at(1))
+    assert sorted(c.id for c in claimed) == sorted([retry, spent, fatal])
+    other = await enqueue(store, new_job("r"), now=at(1))
+    assert (await claim_one(store, worker="w2", actors=["r"], now=at(1))).id == other
+
+    affected = await store.isolate_worker(
+        Isolation(worker_id="w1", retryable_actors=["r"], retry_at=at(15), now=at(10))
+    )
+    assert sorted(affected) == sorted([retry, spent, fatal])
+
+    waiting = await get(store, retry)
+    assert waiting.status is JobStatus.SCHEDULED
+    assert waiting.scheduled_at == at(15)
+    for job_id in (spent, fatal):
+        crashed = await get(store, job_id)
+        assert crashed.status is JobStatus.CRASHED
+        assert crashed.finished_at == at(10)
+    for job_id in (retry, spent, fatal):
+        [record] = await store.attempts(job_id)
+        assert record.error_class == "HeartbeatLost"
+        assert (record.worker_id, record.finished_at) == ("w1", at(10))
+    assert (await get(store, other)).status is JobStatus.RUNNING
+    assert await store.attempts(other) == []
+
+
+async def test_isolate_worker_with_no_jobs_affects_nothing(harness: Harness) -> None:
+    """isolate_worker of a worker that owns nothing returns no ids."""
+    await register(harness.store, "w1")
+    await enqueue(harness.store)
+    isolation = Isolation(worker_id="w1", retryable_actors=["a"], retry_at=at(5), now=at(1))
+    assert await harness.store.isolate_worker(isolation) == []
+    assert await harness.store.count_active() == 1
