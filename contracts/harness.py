@@ -2,7 +2,8 @@
 
 An adapter author writes one *factory*: an async context manager function
 taking no arguments and yielding a :class:`Harness`. The suite is run against
-it with ``pytest --pyargs contracts --taskq-adapter=module:factory``.
+it with ``pytest contracts --taskq-adapter=module:factory`` (see
+``docs/contract-suite.md``).
 
 The harness gives fresh, empty state per test (a new schema, a new memory
 store) and tears it down on exit.
@@ -36,7 +37,8 @@ class Harness:
     - ``open_leader_lock`` / ``open_notifier``: new instances sharing the same
       namespace (schema), as separate workers would have. Closed on exit.
     - ``sever``: kill the backend session behind a leader lock or notifier
-      (``pg_terminate_backend`` for Postgres) to test loss and reconnect.
+      (``pg_terminate_backend`` for Postgres) to test loss and reconnect. It
+      returns once the session is gone and what it held (the lock) is released.
     - ``open_rate_limiter``: a limiter instance on shared state, or None when
       the adapter has none.
     - ``clock``: the adapter's time source (a fake clock for memory).

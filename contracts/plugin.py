@@ -18,8 +18,10 @@ from __future__ import annotations
 import importlib
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
+import pytest_asyncio
 
 from contracts.harness import Harness, HarnessFactory
 
@@ -33,6 +35,14 @@ BUILTIN_ADAPTERS: tuple[tuple[str, str, str], ...] = (
     ("psycopg", "contracts.factories.psycopg", "psycopg_harness"),
 )
 _REQUIRED_BUILTIN = "memory"
+
+#: Adapters that implement only the RateLimiter port: they run only the tests that use
+#: the ``limiters`` fixture (contracts/test_rate_limiter.py).
+RATE_LIMITER_ADAPTERS: tuple[tuple[str, str, str], ...] = (
+    ("redis", "contracts.factories.redis", "redis_harness"),
+)
+_RATE_LIMITER_FIXTURE = "limiters"
+_SUITE_DIR = Path(__file__).resolve().parent
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +58,7 @@ class Adapter:
 _ADAPTERS_KEY = pytest.StashKey[list[Adapter]]()
 _SKIPPED_KEY = pytest.StashKey[list[Adapter]]()
 _COUNTS_KEY = pytest.StashKey[dict[str, int]]()
+_RATE_LIMITER_ADAPTERS_KEY = pytest.StashKey[list[Adapter]]()
 
 
 def load_factory(spec: str) -> HarnessFactory:
@@ -121,14 +132,28 @@ def pytest_configure(config: pytest.Config) -> None:
                 # factory, stays in so every one of its tests reports the problem.
                 absent = _is_absent(exc, module) and adapter_id != _REQUIRED_BUILTIN
                 (skipped if absent else adapters).append(failed)
+    rate_limiters: list[Adapter] = []
+    if not user_spec:
+        for adapter_id, module, attr in RATE_LIMITER_ADAPTERS:
+            spec = f"{module}:{attr}"
+            try:
+                rate_limiters.append(Adapter(adapter_id, spec, load_factory(spec)))
+            except Exception as exc:
+                rate_limiters.append(Adapter(adapter_id, spec, None, _describe(exc)))
     config.stash[_ADAPTERS_KEY] = adapters
+    config.stash[_RATE_LIMITER_ADAPTERS_KEY] = rate_limiters
     config.stash[_SKIPPED_KEY] = skipped
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "harness" not in metafunc.fixturenames:
         return
-    adapters = metafunc.config.stash[_ADAPTERS_KEY]
+    stash = metafunc.config.stash
+    base: list[Adapter] = stash[_ADAPTERS_KEY]
+    adapters = list(base)
+    if _RATE_LIMITER_FIXTURE in metafunc.fixturenames:
+        extra: list[Adapter] = stash[_RATE_LIMITER_ADAPTERS_KEY]
+        adapters.extend(extra)
     metafunc.parametrize(
         "harness",
         [pytest.param(a, id=a.id) for a in adapters],
@@ -148,7 +173,14 @@ def harness_capabilities(h: Harness) -> frozenset[str]:
     return frozenset(h.capabilities) | frozenset(h.store.capabilities)
 
 
-@pytest.fixture
+def pytest_collectstart(collector: pytest.Collector) -> None:
+    # Run the suite's async tests under pytest-asyncio whatever asyncio_mode the
+    # adapter author's project configures (strict mode needs the marker).
+    if isinstance(collector, pytest.Module) and collector.path.resolve().parent == _SUITE_DIR:
+        collector.add_marker(pytest.mark.asyncio)
+
+
+@pytest_asyncio.fixture
 async def harness(request: pytest.FixtureRequest) -> AsyncIterator[Harness]:
     """A fresh harness of the adapter this test instance runs against."""
     adapter: Adapter = request.param
@@ -183,6 +215,7 @@ def pytest_terminal_summary(
     counts = config.stash.get(_COUNTS_KEY, {})
     if not counts and not config.stash.get(_SKIPPED_KEY, []):
         return
-    parts = [f"{a.id}: {counts.get(a.id, 0)} tests" for a in config.stash[_ADAPTERS_KEY]]
+    shown = config.stash[_ADAPTERS_KEY] + config.stash.get(_RATE_LIMITER_ADAPTERS_KEY, [])
+    parts = [f"{a.id}: {counts.get(a.id, 0)} tests" for a in shown]
     parts += [f"{a.id}: not collected ({a.problem})" for a in config.stash[_SKIPPED_KEY]]
     terminalreporter.write_line("taskq contract suite — " + "; ".join(parts))

@@ -19,7 +19,7 @@ from contracts.helpers import (
 )
 from taskq.domain.cancel_phase import CancelPhase
 from taskq.domain.errors import EnqueueRefused
-from taskq.domain.job import EnqueueResult, NewJob
+from taskq.domain.job import EnqueueResult, Job, NewJob
 from taskq.domain.status import JobStatus
 from taskq.ports.store_params import Finish
 
@@ -46,6 +46,7 @@ async def test_enqueued_job_reads_back_every_field(harness: Harness) -> None:
     assert result.was_existing is False
 
     got = await get(harness.store, result.job_id)
+    assert isinstance(got, Job)
     assert got.id == result.job_id
     assert got.status is JobStatus.PENDING
     assert (got.queue, got.actor, got.priority) == ("q1", "a", 5)

@@ -8,6 +8,7 @@ from contextlib import AsyncExitStack
 from datetime import datetime, timedelta
 
 import pytest
+import pytest_asyncio
 
 from contracts.harness import EPOCH, Harness
 from contracts.helpers import TICK, at
@@ -17,7 +18,7 @@ SECOND = timedelta(seconds=1)
 LEASE = timedelta(seconds=10)
 
 
-@pytest.fixture
+@pytest_asyncio.fixture
 async def limiters(harness: Harness) -> AsyncIterator[list[RateLimiter]]:
     """Four limiter instances on the adapter's shared state (skips when it has none)."""
     opener = harness.open_rate_limiter

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Awaitable, Callable
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from redis.asyncio import Redis
@@ -18,12 +18,16 @@ T = TypeVar("T")
 Args = list[str | int | float]
 
 
-def _ms(value: timedelta) -> int:
-    return max(int(value.total_seconds() * 1000), 1)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-def _now_ms(now: datetime | None) -> int:
-    return -1 if now is None else int(now.timestamp() * 1000)
+def _us(value: timedelta) -> int:
+    return max(value // timedelta(microseconds=1), 1)
+
+
+def _now_us(now: datetime | None) -> int:
+    # Integer arithmetic: float timestamps lose microseconds this far from the epoch.
+    return -1 if now is None else (now - _EPOCH) // timedelta(microseconds=1)
 
 
 class RedisRateLimiter:
@@ -66,12 +70,12 @@ class RedisRateLimiter:
         self, key: str, *, limit: int, window: timedelta, now: datetime | None = None
     ) -> RateDecision:
         keys = [f"{self._prefix}:rate:{key}"]
-        args: Args = [_now_ms(now), _ms(window), limit]
+        args: Args = [_now_us(now), _us(window), limit]
         raw: Any = await self._run(lambda: self._acquire(keys=keys, args=args))
-        allowed, left_ms = int(raw[0]), int(raw[1])
+        allowed, left_us = int(raw[0]), int(raw[1])
         if allowed:
             return RateDecision(True)
-        return RateDecision(False, timedelta(milliseconds=left_ms))
+        return RateDecision(False, timedelta(microseconds=left_us))
 
     async def reserve(
         self,
@@ -86,7 +90,7 @@ class RedisRateLimiter:
             return None
         token = uuid.uuid4().hex
         keys = [self._slots(key), self._holder(holder), self._registry]
-        args: Args = [_now_ms(now), capacity, holder, token, _ms(lease), key]
+        args: Args = [_now_us(now), capacity, holder, token, _us(lease), key]
         slot = int(await self._run(lambda: self._reserve(keys=keys, args=args)))
         if slot < 0:
             return None
@@ -99,12 +103,12 @@ class RedisRateLimiter:
 
     async def extend(self, holder: str, *, lease: timedelta, now: datetime | None = None) -> int:
         keys = [self._holder(holder)]
-        args: Args = [_now_ms(now), _ms(lease), f"{self._prefix}:slots:"]
+        args: Args = [_now_us(now), _us(lease), f"{self._prefix}:slots:"]
         return int(await self._run(lambda: self._extend(keys=keys, args=args)))
 
     async def sweep_expired(self, *, now: datetime | None = None) -> int:
         keys = [self._registry]
-        return int(await self._run(lambda: self._sweep(keys=keys, args=[_now_ms(now)])))
+        return int(await self._run(lambda: self._sweep(keys=keys, args=[_now_us(now)])))
 
     async def close(self) -> None:
         if self._owns_client:

@@ -1,6 +1,7 @@
 """Server-side Lua scripts: each limiter decision is one atomic script run.
 
-Time is passed in milliseconds; ``-1`` means "use the Redis server's clock",
+Time is passed in microseconds (exact: below 2^53, and formatted with %.0f
+so Lua never writes it in exponent form); ``-1`` means "use the Redis server's clock",
 so processes with skewed clocks still agree on windows and expiries.
 """
 
@@ -10,21 +11,21 @@ _NOW = """
 local now = tonumber(ARGV[1])
 if now < 0 then
   local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 """
 
-# KEYS[1] = window counter prefix; ARGV = now_ms, window_ms, limit.
-# Returns {allowed (1/0), ms until the window ends}.
+# KEYS[1] = window counter prefix; ARGV = now_us, window_us, limit.
+# Returns {allowed (1/0), microseconds until the window ends}.
 ACQUIRE_RATE = (
     _NOW
     + """
 local window = tonumber(ARGV[2])
 local limit = tonumber(ARGV[3])
 local start = now - (now % window)
-local key = KEYS[1] .. ':' .. start
+local key = KEYS[1] .. ':' .. string.format('%.0f', start)
 local count = redis.call('INCR', key)
-if count == 1 then redis.call('PEXPIRE', key, window * 2) end
+if count == 1 then redis.call('PEXPIRE', key, math.ceil(window / 500)) end
 local left = start + window - now
 if count > limit then return {0, left} end
 return {1, left}
@@ -32,8 +33,8 @@ return {1, left}
 )
 
 # KEYS[1] = slots hash of the key, KEYS[2] = holder set, KEYS[3] = registry of slot hashes.
-# ARGV = now_ms, capacity, holder, token, lease_ms, key name.
-# A slot field holds "holder|token|expires_ms". Returns the slot taken or -1.
+# ARGV = now_us, capacity, holder, token, lease_us, key name.
+# A slot field holds "holder|token|expires_us". Returns the slot taken or -1.
 RESERVE = (
     _NOW
     + """
@@ -49,7 +50,8 @@ for slot = 0, capacity - 1 do
   if expires <= now then chosen = slot break end
 end
 if chosen < 0 then return -1 end
-redis.call('HSET', KEYS[1], tostring(chosen), holder .. '|' .. token .. '|' .. (now + lease))
+local value = holder .. '|' .. token .. '|' .. string.format('%.0f', now + lease)
+redis.call('HSET', KEYS[1], tostring(chosen), value)
 redis.call('SADD', KEYS[2], ARGV[6] .. '|' .. chosen .. '|' .. token)
 redis.call('SADD', KEYS[3], KEYS[1])
 return chosen
@@ -66,7 +68,7 @@ redis.call('SREM', KEYS[2], ARGV[3] .. '|' .. ARGV[1] .. '|' .. ARGV[2])
 return 1
 """
 
-# KEYS[1] = holder set; ARGV = now_ms, lease_ms, slots-hash prefix. Returns how many extended.
+# KEYS[1] = holder set; ARGV = now_us, lease_us, slots-hash prefix. Returns how many extended.
 EXTEND = (
     _NOW
     + """
@@ -81,7 +83,8 @@ for _, member in ipairs(redis.call('SMEMBERS', KEYS[1])) do
     local expires = tonumber(string.match(v, '|(%d+)$'))
     if expires > now then
       local holder = string.match(v, '^(.*)|[^|]+|%d+$')
-      redis.call('HSET', hash, slot, holder .. '|' .. token .. '|' .. (now + lease))
+      local value = holder .. '|' .. token .. '|' .. string.format('%.0f', now + lease)
+      redis.call('HSET', hash, slot, value)
       n = n + 1
       live = true
     end
@@ -92,7 +95,7 @@ return n
 """
 )
 
-# KEYS[1] = registry of slot hashes; ARGV = now_ms. Returns how many expired slots it removed.
+# KEYS[1] = registry of slot hashes; ARGV = now_us. Returns how many expired slots it removed.
 SWEEP = (
     _NOW
     + """
