@@ -49,7 +49,6 @@ def test_only_the_composition_root_names_adapters() -> None:
     offenders = [
         str(p.relative_to(SRC))
         for p in sorted((SRC / "app").rglob("*.py"))
-        if p.name != "composition.py"
-        and any(n.startswith("taskq.adapters") for n in _imports(p))
+        if p.name != "composition.py" and any(n.startswith("taskq.adapters") for n in _imports(p))
     ]
     assert offenders == []
