@@ -8,6 +8,7 @@ from __future__ import annotations
 import typer
 
 from taskq.app.cli_migrate import migrate_app
+from taskq.app.cli_worker import worker_command
 
 app = typer.Typer(
     name="taskq",
@@ -19,6 +20,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(migrate_app, name="migrate")
+app.command("worker")(worker_command)
 
 
 def main() -> None:

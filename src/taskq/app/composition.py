@@ -6,7 +6,10 @@ Nothing happens at import time.
 
 from __future__ import annotations
 
+import importlib
+import inspect
 from dataclasses import dataclass
+from typing import Protocol
 
 from taskq.adapters.asyncpg import migrate as asyncpg_migrate
 from taskq.adapters.postgres.migrator import (
@@ -18,6 +21,14 @@ from taskq.adapters.postgres.migrator import (
     status_problems,
 )
 from taskq.adapters.postgres.schema import DEFAULT_SCHEMA_NAME, Schema
+from taskq.app.settings import BUILTIN_DRIVERS, WorkerSettings
+from taskq.app.worker.ports import WorkerPorts
+from taskq.domain.errors import ConfigurationError
+from taskq.ports.clock import Clock
+from taskq.ports.leader_lock import LeaderLock
+from taskq.ports.notifier import Notifier
+from taskq.ports.queue_store import QueueStore
+from taskq.ports.rate_limiter import RateLimiter
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,11 +77,211 @@ async def migrate_status(*, dsn: str, schema_name: str = DEFAULT_SCHEMA_NAME) ->
     )
 
 
+# -- worker ports ----------------------------------------------------------------------
+#
+# Adapters are imported inside the functions below: building a worker on the
+# memory adapter must not import a database driver, and a driver whose extra
+# is missing fails only the worker that asked for it.
+
+
+async def build_worker_ports(
+    settings: WorkerSettings,
+    *,
+    store: QueueStore | None = None,
+    leader_lock: LeaderLock | None = None,
+    notifier: Notifier | None = None,
+    rate_limiter: RateLimiter | None = None,
+    clock: Clock | None = None,
+) -> WorkerPorts:
+    """The ports a worker runs on: what the caller passed, the rest built from settings.
+
+    Passed ports are caller-owned (never closed by TaskQ); built ones are
+    listed in ``WorkerPorts.owned`` and closed when the worker exits.
+    ``TASKQ_DRIVER`` decides how missing ports are built:
+
+    - ``asyncpg`` / ``psycopg``: the Postgres adapters on ``TASKQ_PG_DSN_DIRECT``
+      (leader lock and LISTEN need a session) and the worker's schema;
+    - ``package.module:factory``: ``factory(settings)`` returns (or awaits to) a
+      complete ``WorkerPorts``; its ports are TaskQ-owned, and any the caller
+      also passed are closed unused. ``taskq.app.composition:memory_worker_ports``
+      is such a factory (an in-process memory backend, for demos and smoke tests).
+
+    No rate limiter is built for the Postgres drivers (the worker only extends
+    and sweeps reservations); pass one to enable that. Raises
+    ``ConfigurationError`` when a port cannot be built.
+    """
+    clock = clock if clock is not None else _system_clock()
+    wants_notifier = settings.notify_enabled and notifier is None
+    if store is not None and leader_lock is not None and not wants_notifier:
+        return WorkerPorts(
+            store=store,
+            leader_lock=leader_lock,
+            notifier=notifier,
+            rate_limiter=rate_limiter,
+            clock=clock,
+        )
+    if settings.driver in BUILTIN_DRIVERS:
+        return _postgres_worker_ports(
+            settings,
+            store=store,
+            leader_lock=leader_lock,
+            notifier=notifier,
+            rate_limiter=rate_limiter,
+            clock=clock,
+        )
+    built = await _factory_worker_ports(settings)
+    owned: set[str] = set()
+    if store is None:
+        store, owned = built.store, owned | {"store"}
+    else:
+        await _close_unused(built.store, store)
+    if leader_lock is None:
+        leader_lock, owned = built.leader_lock, owned | {"leader_lock"}
+    else:
+        await _close_unused(built.leader_lock, leader_lock)
+    if notifier is None:
+        notifier = built.notifier
+        owned |= {"notifier"} if notifier is not None else set()
+    else:
+        await _close_unused(built.notifier, notifier)
+    if rate_limiter is None:
+        rate_limiter = built.rate_limiter
+        owned |= {"rate_limiter"} if rate_limiter is not None else set()
+    else:
+        await _close_unused(built.rate_limiter, rate_limiter)
+    return WorkerPorts(
+        store=store,
+        leader_lock=leader_lock,
+        notifier=notifier,
+        rate_limiter=rate_limiter,
+        clock=clock,
+        owned=frozenset(owned),
+    )
+
+
+async def _close_unused(built: _Closeable | None, passed: object) -> None:
+    """Close a factory-built port the caller replaced with its own."""
+    if built is not None and built is not passed:
+        await built.close()
+
+
+def memory_worker_ports(settings: WorkerSettings) -> WorkerPorts:
+    """Worker ports on a fresh in-process memory backend on the real clock.
+
+    Usable as ``TASKQ_DRIVER=taskq.app.composition:memory_worker_ports``. Only
+    this process sees the jobs, so it suits demos and smoke tests; application
+    tests build a ``MemoryBackend(clock=FakeClock())`` and pass its ports.
+    """
+    from taskq.adapters.memory import MemoryBackend
+
+    backend = MemoryBackend(clock=_system_clock())
+    return WorkerPorts(
+        store=backend.store(),
+        leader_lock=backend.leader_lock(),
+        notifier=backend.notifier() if settings.notify_enabled else None,
+        rate_limiter=backend.rate_limiter(),
+        clock=backend.clock,
+    )
+
+
+class _Closeable(Protocol):
+    async def close(self) -> None: ...
+
+
+def _system_clock() -> Clock:
+    from taskq.adapters.system_clock import SystemClock
+
+    return SystemClock()
+
+
+def _postgres_worker_ports(
+    settings: WorkerSettings,
+    *,
+    store: QueueStore | None,
+    leader_lock: LeaderLock | None,
+    notifier: Notifier | None,
+    rate_limiter: RateLimiter | None,
+    clock: Clock,
+) -> WorkerPorts:
+    driver = settings.driver
+    schema = Schema(settings.schema_name)
+    dsn = settings.pg_dsn_direct
+    if store is None:
+        # The Postgres QueueStore adapters are not part of this build yet.
+        raise ConfigurationError(
+            f"TASKQ_DRIVER={driver}: no {driver} QueueStore adapter is available in this "
+            "build; pass store=... to worker_main/run_worker, or set TASKQ_DRIVER to "
+            "'package.module:factory' returning WorkerPorts"
+        )
+    owned: set[str] = set()
+    if driver == "asyncpg":
+        from taskq.adapters.asyncpg.leader_lock import AsyncpgLeaderLock
+        from taskq.adapters.asyncpg.notifier import AsyncpgNotifier
+
+        if leader_lock is None:
+            leader_lock = AsyncpgLeaderLock(dsn, schema=schema)
+            owned.add("leader_lock")
+        if notifier is None and settings.notify_enabled:
+            notifier = AsyncpgNotifier(
+                dsn,
+                schema=schema,
+                health_check_interval=settings.notify_health_check_interval,
+                reconnect_backoff_initial=settings.notify_reconnect_backoff_initial,
+            )
+            owned.add("notifier")
+    else:
+        from taskq.adapters.psycopg.leader_lock import PsycopgLeaderLock
+        from taskq.adapters.psycopg.notifier import PsycopgNotifier
+
+        if leader_lock is None:
+            leader_lock = PsycopgLeaderLock(dsn, schema=schema)
+            owned.add("leader_lock")
+        if notifier is None and settings.notify_enabled:
+            notifier = PsycopgNotifier(
+                dsn,
+                schema=schema,
+                health_check_interval=settings.notify_health_check_interval,
+                reconnect_backoff_initial=settings.notify_reconnect_backoff_initial,
+            )
+            owned.add("notifier")
+    return WorkerPorts(
+        store=store,
+        leader_lock=leader_lock,
+        notifier=notifier,
+        rate_limiter=rate_limiter,
+        clock=clock,
+        owned=frozenset(owned),
+    )
+
+
+async def _factory_worker_ports(settings: WorkerSettings) -> WorkerPorts:
+    spec = settings.driver
+    module_name, _, attr = spec.partition(":")
+    try:
+        factory = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigurationError(f"TASKQ_DRIVER={spec}: cannot load the factory: {exc}") from exc
+    if not callable(factory):
+        raise ConfigurationError(f"TASKQ_DRIVER={spec}: {attr} is not callable")
+    product = factory(settings)
+    if inspect.isawaitable(product):
+        product = await product
+    if not isinstance(product, WorkerPorts):
+        raise ConfigurationError(
+            f"TASKQ_DRIVER={spec}: the factory returned {type(product).__name__}, "
+            "not taskq.app.worker.ports.WorkerPorts"
+        )
+    return product
+
+
 __all__ = [
     "Migration",
     "MigrationReport",
     "MigrationState",
     "MigrationStatus",
+    "WorkerPorts",
+    "build_worker_ports",
+    "memory_worker_ports",
     "migrate_down",
     "migrate_status",
     "migrate_up",

@@ -1,0 +1,99 @@
+"""The maintenance-leader lock on an asyncpg connection (see ``postgres.advisory_leader``)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, ClassVar, Final
+
+import asyncpg
+
+from taskq.adapters.asyncpg import migrate
+from taskq.adapters.postgres.advisory_leader import (
+    OPERATION_TIMEOUT,
+    AdvisoryLeaderLock,
+    LeaderQuery,
+)
+from taskq.adapters.postgres.schema import Schema
+from taskq.adapters.postgres.sql_loader import asyncpg_queries
+
+if TYPE_CHECKING:
+    from taskq.adapters.asyncpg.migrate import Connection
+    from taskq.ports.leader_lock import LeaderLock
+
+#: Seconds a graceful close may take before the connection is cut.
+CLOSE_TIMEOUT: Final = 5.0
+#: asyncpg errors that mean a dedicated connection or its statement failed.
+ASYNCPG_ERRORS: Final[tuple[type[Exception], ...]] = (
+    asyncpg.PostgresError,
+    asyncpg.InterfaceError,
+    # What a statement sent just as the server's termination message arrives can raise
+    # ("cannot switch to state ...; another operation is in progress").
+    asyncpg.InternalClientError,
+)
+#: The same plus OS-level failures (refused, reset, timed out).
+CONNECTION_FAILURES: Final[tuple[type[Exception], ...]] = (*ASYNCPG_ERRORS, OSError)
+
+
+async def close_quietly(conn: Connection) -> None:
+    """Close ``conn`` gracefully if it answers in time, else cut it; never raises."""
+    if conn.is_closed():
+        return
+    try:
+        async with asyncio.timeout(CLOSE_TIMEOUT):
+            await conn.close()
+    except CONNECTION_FAILURES:
+        conn.terminate()
+
+
+class AsyncpgLeaderLock(AdvisoryLeaderLock["Connection"]):
+    """``LeaderLock`` on a session advisory lock held by one asyncpg connection.
+
+    ``conn`` is a caller-owned dedicated connection (never closed here);
+    without it one is opened lazily from ``dsn`` (the direct DSN, never a
+    transaction-mode pooler, which would drop the session lock) and owned.
+    """
+
+    driver_errors: ClassVar[tuple[type[Exception], ...]] = ASYNCPG_ERRORS
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        schema: Schema,
+        conn: Connection | None = None,
+        operation_timeout: float = OPERATION_TIMEOUT,
+    ) -> None:
+        super().__init__(schema=schema, conn=conn, operation_timeout=operation_timeout)
+        self._dsn = dsn
+        self._queries = asyncpg_queries("leader", schema)
+
+    async def _open(self) -> Connection:
+        return await migrate.connect(self._dsn)
+
+    async def _query(self, conn: Connection, name: LeaderQuery) -> bool:
+        query = self._queries[name]
+        return bool(await conn.fetchval(query.sql, *query.args(lock_key=self.lock_key)))
+
+    async def _dispose(self, conn: Connection) -> None:
+        await close_quietly(conn)
+
+    def _is_open(self, conn: Connection) -> bool:
+        return not conn.is_closed()
+
+    def _server_pid(self, conn: Connection) -> int | None:
+        return conn.get_server_pid()
+
+
+if TYPE_CHECKING:
+
+    def _conforms(schema: Schema) -> LeaderLock:
+        return AsyncpgLeaderLock("", schema=schema)
+
+
+__all__ = [
+    "ASYNCPG_ERRORS",
+    "CLOSE_TIMEOUT",
+    "CONNECTION_FAILURES",
+    "AsyncpgLeaderLock",
+    "close_quietly",
+]

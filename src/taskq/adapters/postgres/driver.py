@@ -1,0 +1,143 @@
+"""The small driver protocol the Postgres store core runs on.
+
+The store core (``taskq.adapters.postgres.store``) holds every rule and names
+queries; a driver (asyncpg or psycopg) only binds parameters, runs the query
+and translates errors. Queries are named as in ``queries/<family>.sql`` (names
+are unique across :data:`STORE_QUERY_FAMILIES`); parameters are keywords.
+
+Error boundary: a driver raises only domain errors and the three internal
+signals below, all ``from`` the driver's own exception:
+
+- connection lost, server unreachable, pool closed, statement timeout
+  → :class:`~taskq.domain.errors.StoreUnavailable`;
+- ``lock_timeout`` expired (SQLSTATE 55P03) → :class:`LockTimeout`;
+- a unique index refused a row (23505) → :class:`UniqueConflict`;
+- deadlock or serialization failure (40P01, 40001) → :class:`TransientConflict`;
+- a value the database cannot store (class 22, check violations 23514)
+  → ``ValueError``, as the memory adapter raises for unstorable values.
+
+The core turns the internal signals into the matching domain error (a lock
+timeout while waiting for the max_pending lock is ``MaxPendingLockTimeoutError``)
+or retries; should one escape anyway, it is still a ``StoreUnavailable``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Final, Protocol
+
+from taskq.adapters.postgres.schema import Schema
+from taskq.adapters.postgres.sql_loader import Query, load_queries
+from taskq.domain.errors import StoreUnavailable, TaskQError
+
+#: The query files the store core uses; a driver renders all of them once.
+STORE_QUERY_FAMILIES: Final = (
+    "enqueue",
+    "claim",
+    "finish",
+    "workers",
+    "reads",
+    "cancel",
+    "maintenance",
+    "retention",
+    "actor_config",
+    "queues",
+)
+
+#: SQLSTATEs the drivers translate.
+SQLSTATE_LOCK_NOT_AVAILABLE: Final = "55P03"
+SQLSTATE_UNIQUE_VIOLATION: Final = "23505"
+SQLSTATE_CHECK_VIOLATION: Final = "23514"
+SQLSTATE_NOT_NULL_VIOLATION: Final = "23502"
+SQLSTATE_DEADLOCK: Final = "40P01"
+SQLSTATE_SERIALIZATION: Final = "40001"
+SQLSTATE_QUERY_CANCELED: Final = "57014"
+#: Class 08 (connection exception) and class 57 (operator intervention) mean "unavailable".
+UNAVAILABLE_CLASSES: Final = ("08", "57")
+#: Class 22 (data exception): a value the column cannot hold.
+DATA_EXCEPTION_CLASS: Final = "22"
+
+
+class Row(Protocol):
+    """A result row: columns by name (asyncpg ``Record``, psycopg ``dict_row``)."""
+
+    def __getitem__(self, key: str, /) -> Any: ...
+
+
+class LockTimeout(StoreUnavailable):
+    """``lock_timeout`` expired while a statement waited for a lock (55P03)."""
+
+
+class TransientConflict(StoreUnavailable):
+    """Deadlock or serialization failure; the statement was rolled back and may be retried."""
+
+
+class UniqueConflict(TaskQError):
+    """A unique index refused a row; ``constraint`` names the index when known."""
+
+    def __init__(self, message: str, constraint: str | None) -> None:
+        super().__init__(message)
+        self.constraint = constraint
+
+
+class Driver(Protocol):
+    """Runs named store queries on a pool (one statement per call) or on one connection.
+
+    Each call on a pool-backed driver is its own implicit transaction.
+    :meth:`transaction` yields a driver bound to one connection inside a
+    transaction (a savepoint when the connection already is in one), which
+    commits on normal exit and rolls back on an exception.
+    """
+
+    async def fetch(self, query: str, /, **params: object) -> Sequence[Row]: ...
+
+    async def fetchrow(self, query: str, /, **params: object) -> Row | None: ...
+
+    async def fetchval(self, query: str, /, **params: object) -> Any: ...
+
+    async def execute(self, query: str, /, **params: object) -> None: ...
+
+    def transaction(self) -> AbstractAsyncContextManager[Driver]: ...
+
+
+def store_queries() -> Mapping[str, Query]:
+    """Every store query by name, across :data:`STORE_QUERY_FAMILIES` (names are unique)."""
+    merged: dict[str, Query] = {}
+    for family in STORE_QUERY_FAMILIES:
+        for name, query in load_queries(family).items():
+            if name in merged:
+                raise ValueError(f"query name {name!r} is in {merged[name].source} and {query.source}")
+            merged[name] = query
+    return merged
+
+
+def unavailable_sqlstate(sqlstate: str | None) -> bool:
+    """Whether ``sqlstate`` means the server went away or refused to go on."""
+    if sqlstate is None:
+        return False
+    return sqlstate == SQLSTATE_QUERY_CANCELED or sqlstate[:2] in UNAVAILABLE_CLASSES
+
+
+def value_sqlstate(sqlstate: str | None) -> bool:
+    """Whether ``sqlstate`` means the database cannot store a given value."""
+    if sqlstate is None:
+        return False
+    return sqlstate[:2] == DATA_EXCEPTION_CLASS or sqlstate in (
+        SQLSTATE_CHECK_VIOLATION,
+        SQLSTATE_NOT_NULL_VIOLATION,
+    )
+
+
+__all__ = [
+    "STORE_QUERY_FAMILIES",
+    "Driver",
+    "LockTimeout",
+    "Row",
+    "Schema",
+    "TransientConflict",
+    "UniqueConflict",
+    "store_queries",
+    "unavailable_sqlstate",
+    "value_sqlstate",
+]

@@ -1,0 +1,238 @@
+-- Claiming due work (JobClaimer): the dispatch claim, start marks, release, drain.
+--
+-- The claim computes exactly taskq.domain.dispatch.select_for_dispatch in one statement.
+-- Common case (only strict_fifo queues, no capped actor): per requested queue, an index
+-- scan of jobs_dispatch_idx in dispatch order with LIMIT, locked with SKIP LOCKED, merged.
+-- Otherwise a bounded candidate set that provably holds everything the model can take:
+--   (a) uncapped actors: per requested strict_fifo queue its top :limit jobs (their union
+--       holds the top :limit of the one strict_fifo cohort); on round_robin queues every
+--       due job ranked in its fairness cohort, kept up to rank :limit;
+--   (b) each capped actor: its top residual jobs in FIFO order (stage 1, exactly);
+-- then stage 2 with window functions: round = rank in cohort, ordered by
+-- (round, priority desc, scheduled_at, id), LIMIT :limit. A cohort's top :limit eligible
+-- jobs are all in the set, so every round below :limit is the model's round.
+--
+-- max_concurrent under concurrency: a claim that may take a capped actor's jobs first
+-- rewrites that actor's actor_config row, only if the row is still the version its
+-- snapshot counted running jobs under (xmin). Claims of one capped actor thereby
+-- serialise, and a claim whose snapshot predates another claim's commit finds the
+-- newer version, takes none of that actor's jobs this time, and never overshoots.
+
+-- name: claim
+-- One round trip; the fast path is gated by one-time filters so the slow CTEs never run for it.
+WITH req AS MATERIALIZED (
+    SELECT coalesce(:now::timestamptz, now()) AS now
+),
+cfg AS MATERIALIZED (
+    -- Capped requested actors, re-read on every claim; xmin is the row version counted under.
+    SELECT ac.actor, ac.max_concurrent, ac.xmin AS version
+    FROM {schema}.actor_config ac
+    WHERE ac.actor = ANY (:actors::text[]) AND ac.max_concurrent IS NOT NULL
+),
+rr AS MATERIALIZED (
+    -- Requested round_robin queues, re-read on every claim; a queue without a row is strict_fifo.
+    SELECT qm.name
+    FROM {schema}.queues qm
+    WHERE qm.name = ANY (:queues::text[]) AND qm.mode = 'round_robin'
+),
+simple AS MATERIALIZED (
+    SELECT NOT EXISTS (SELECT 1 FROM cfg) AND NOT EXISTS (SELECT 1 FROM rr) AS yes
+),
+fast AS (
+    SELECT c.id, c.priority, c.scheduled_at
+    FROM unnest(:queues::text[]) AS q(name)
+    CROSS JOIN LATERAL (
+        SELECT j.id, j.priority, j.scheduled_at
+        FROM {schema}.jobs j
+        WHERE j.status = 'pending'
+          AND j.queue = q.name
+          AND j.actor = ANY (:actors::text[])
+          AND j.scheduled_at <= (SELECT r.now FROM req r)
+        ORDER BY j.priority DESC, j.scheduled_at, j.id
+        LIMIT :limit
+        FOR UPDATE OF j SKIP LOCKED
+    ) AS c
+    WHERE (SELECT s.yes FROM simple s)
+    ORDER BY c.priority DESC, c.scheduled_at, c.id
+    LIMIT :limit
+),
+running AS MATERIALIZED (
+    SELECT cf.actor, cf.version,
+           greatest(cf.max_concurrent - (
+               SELECT count(*) FROM {schema}.jobs rj
+               WHERE rj.status = 'running' AND rj.actor = cf.actor
+           ), 0) AS residual
+    FROM cfg cf
+),
+bumped AS (
+    UPDATE {schema}.actor_config ac
+    SET max_concurrent = ac.max_concurrent
+    FROM running rn
+    WHERE ac.actor = rn.actor AND rn.residual > 0 AND ac.xmin = rn.version
+    RETURNING ac.actor
+),
+caps AS MATERIALIZED (
+    SELECT rn.actor,
+           CASE WHEN EXISTS (SELECT 1 FROM bumped b WHERE b.actor = rn.actor)
+                THEN rn.residual ELSE 0 END AS residual
+    FROM running rn
+),
+fifo_cand AS (
+    SELECT c.*
+    FROM unnest(:queues::text[]) AS q(name)
+    CROSS JOIN LATERAL (
+        SELECT j.id, j.queue, j.priority, j.scheduled_at, j.fairness_key
+        FROM {schema}.jobs j
+        WHERE j.status = 'pending'
+          AND j.queue = q.name
+          AND j.actor = ANY (:actors::text[])
+          AND j.actor NOT IN (SELECT cf.actor FROM cfg cf)
+          AND j.scheduled_at <= (SELECT r.now FROM req r)
+        ORDER BY j.priority DESC, j.scheduled_at, j.id
+        LIMIT :limit
+        FOR UPDATE OF j SKIP LOCKED
+    ) AS c
+    WHERE q.name NOT IN (SELECT rq.name FROM rr rq)
+),
+rr_cand AS (
+    SELECT ranked.id, ranked.queue, ranked.priority, ranked.scheduled_at, ranked.fairness_key
+    FROM (
+        SELECT j.id, j.queue, j.priority, j.scheduled_at, j.fairness_key,
+               row_number() OVER (
+                   PARTITION BY coalesce(nullif(j.fairness_key, ''), '__null__')
+                   ORDER BY j.priority DESC, j.scheduled_at, j.id
+               ) AS rank_in_cohort
+        FROM {schema}.jobs j
+        WHERE j.status = 'pending'
+          AND j.queue IN (SELECT rq.name FROM rr rq)
+          AND j.actor = ANY (:actors::text[])
+          AND j.actor NOT IN (SELECT cf.actor FROM cfg cf)
+          AND j.scheduled_at <= (SELECT r.now FROM req r)
+    ) AS ranked
+    WHERE ranked.rank_in_cohort <= :limit
+),
+capped_cand AS (
+    SELECT c.*, k.actor, k.residual
+    FROM caps k
+    CROSS JOIN unnest(:queues::text[]) AS q(name)
+    CROSS JOIN LATERAL (
+        SELECT j.id, j.queue, j.priority, j.scheduled_at, j.fairness_key
+        FROM {schema}.jobs j
+        WHERE j.status = 'pending'
+          AND j.actor = k.actor
+          AND j.queue = q.name
+          AND j.scheduled_at <= (SELECT r.now FROM req r)
+        ORDER BY j.priority DESC, j.scheduled_at, j.id
+        LIMIT k.residual
+        FOR UPDATE OF j SKIP LOCKED
+    ) AS c
+    WHERE k.residual > 0
+),
+capped_eligible AS (
+    SELECT e.id, e.queue, e.priority, e.scheduled_at, e.fairness_key
+    FROM (
+        SELECT cc.*,
+               row_number() OVER (
+                   PARTITION BY cc.actor ORDER BY cc.priority DESC, cc.scheduled_at, cc.id
+               ) AS rank_in_actor
+        FROM capped_cand cc
+    ) AS e
+    WHERE e.rank_in_actor <= e.residual
+),
+cand AS (
+    SELECT * FROM fifo_cand
+    UNION ALL
+    SELECT * FROM rr_cand
+    UNION ALL
+    SELECT * FROM capped_eligible
+),
+rounds AS (
+    SELECT cd.id, cd.priority, cd.scheduled_at,
+           row_number() OVER (
+               PARTITION BY CASE WHEN cd.queue IN (SELECT rq.name FROM rr rq)
+                                 THEN coalesce(nullif(cd.fairness_key, ''), '__null__') END
+               ORDER BY cd.priority DESC, cd.scheduled_at, cd.id
+           ) AS round
+    FROM cand cd
+),
+ordered AS (
+    SELECT rd.id,
+           row_number() OVER (
+               ORDER BY rd.round, rd.priority DESC, rd.scheduled_at, rd.id
+           ) AS ord
+    FROM rounds rd
+),
+picked AS (
+    -- Round-robin candidates were read unlocked: lock the picks, skipping any another
+    -- claimer took meanwhile (the claim then returns fewer, never a taken job).
+    SELECT j.id, o.ord
+    FROM ordered o
+    JOIN {schema}.jobs j ON j.id = o.id
+    WHERE NOT (SELECT s.yes FROM simple s)
+      AND o.ord <= :limit
+      AND j.status = 'pending'
+    FOR UPDATE OF j SKIP LOCKED
+),
+chosen AS (
+    SELECT f.id, row_number() OVER (ORDER BY f.priority DESC, f.scheduled_at, f.id) AS ord
+    FROM fast f
+    UNION ALL
+    SELECT p.id, p.ord FROM picked p
+),
+claimed AS (
+    UPDATE {schema}.jobs j
+    SET status = 'running',
+        locked_by = :worker_id::text,
+        lock_expires_at = (SELECT r.now FROM req r) + :lease::interval,
+        fencing_token = j.fencing_token + 1,
+        attempt = j.attempt + 1,
+        started_at = NULL
+    FROM chosen ch
+    WHERE j.id = ch.id
+    RETURNING ch.ord, j.id, j.queue, j.actor, j.payload::text AS payload, j.priority, j.attempt,
+              j.max_attempts, j.fencing_token, j.scheduled_at, j.lock_expires_at,
+              j.schedule_to_close, j.fairness_key, j.metadata::text AS metadata, j.trace_id,
+              j.span_id
+)
+SELECT * FROM claimed ORDER BY ord
+
+-- name: mark_started
+-- Owned rows are locked in id order (as by every multi-row owner write) so it cannot deadlock with a heartbeat.
+WITH src AS (
+    SELECT * FROM unnest(:job_id::bigint[], :fencing_token::bigint[]) AS s(job_id, fencing_token)
+),
+owned AS (
+    SELECT j.id, j.fencing_token
+    FROM {schema}.jobs j
+    JOIN src s ON s.job_id = j.id AND s.fencing_token = j.fencing_token
+    WHERE j.status = 'running'
+    ORDER BY j.id
+    FOR UPDATE OF j
+),
+started AS (
+    UPDATE {schema}.jobs j
+    SET started_at = coalesce(:now::timestamptz, now())
+    FROM owned o
+    WHERE j.id = o.id AND j.started_at IS NULL
+    RETURNING j.id
+)
+SELECT o.id, o.fencing_token, (SELECT count(*) FROM started) AS started FROM owned o
+
+-- name: drain_unstarted
+-- Back to pending where it was in line (scheduled_at kept), attempt refunded: the attempt never ran.
+WITH unstarted AS (
+    SELECT j.id
+    FROM {schema}.jobs j
+    WHERE j.locked_by = :worker_id::text AND j.status = 'running' AND j.started_at IS NULL
+    ORDER BY j.id
+    FOR UPDATE
+),
+drained AS (
+    UPDATE {schema}.jobs j
+    SET status = 'pending', attempt = greatest(j.attempt - 1, 0),
+        locked_by = NULL, lock_expires_at = NULL
+    FROM unstarted u
+    WHERE j.id = u.id
+    RETURNING j.id
+)
+SELECT count(*) AS drained FROM drained

@@ -1,0 +1,169 @@
+-- Writing new jobs (JobEnqueuer).
+--
+-- A batch travels as one array per column (unnest keeps input order, so the ascending
+-- ids of one statement follow it). JSON values come as text and are cast here, so the
+-- store works on any pool whatever jsonb codec it has; tags come as a JSON array text.
+-- :lock_timeout (text, NULL = leave as is) is set transaction-locally before anything
+-- can wait; :channel/:wake_queue send one wake-up per statement, delivered on commit.
+
+-- name: insert_jobs
+-- Plain multi-row insert; with :check_limits it inserts nothing when a stored max_pending applies (the caller then takes the locked path).
+WITH req AS MATERIALIZED (
+    SELECT coalesce(:now::timestamptz, now()) AS now,
+           CASE WHEN :lock_timeout::text IS NOT NULL
+                THEN set_config('lock_timeout', :lock_timeout::text, true) END AS lock_timeout
+),
+gate AS MATERIALIZED (
+    SELECT NOT :check_limits::boolean OR NOT EXISTS (
+        SELECT 1 FROM {schema}.actor_config ac
+        WHERE ac.actor = ANY (:limit_actors::text[]) AND ac.max_pending IS NOT NULL
+    ) AS open
+),
+ins AS (
+    INSERT INTO {schema}.jobs (
+        queue, actor, payload, status, priority, max_attempts, created_at, scheduled_at,
+        schedule_to_close, fairness_key, identity_key, idempotency_key, metadata, tags,
+        trace_id, span_id
+    )
+    SELECT s.queue, s.actor, s.payload::jsonb,
+           CASE WHEN s.scheduled_at > r.now THEN 'scheduled' ELSE 'pending' END,
+           s.priority, s.max_attempts, r.now,
+           CASE WHEN s.scheduled_at > r.now THEN s.scheduled_at ELSE r.now END,
+           s.schedule_to_close, s.fairness_key, s.identity_key, s.idempotency_key,
+           s.metadata::jsonb,
+           CASE WHEN s.tags IS NULL THEN '{}'::text[]
+                ELSE ARRAY(SELECT jsonb_array_elements_text(s.tags::jsonb)) END,
+           s.trace_id, s.span_id
+    FROM req r,
+         unnest(
+             :queue::text[], :actor::text[], :payload::text[], :priority::integer[],
+             :max_attempts::integer[], :scheduled_at::timestamptz[],
+             :schedule_to_close::timestamptz[], :fairness_key::text[], :identity_key::text[],
+             :idempotency_key::text[], :metadata::text[], :tags::text[], :trace_id::text[],
+             :span_id::text[]
+         ) AS s(
+             queue, actor, payload, priority, max_attempts, scheduled_at, schedule_to_close,
+             fairness_key, identity_key, idempotency_key, metadata, tags, trace_id, span_id
+         )
+    WHERE (SELECT g.open FROM gate g)
+    RETURNING id
+),
+woken AS MATERIALIZED (
+    SELECT pg_notify(:channel::text, :wake_queue::text)
+    FROM (SELECT 1 FROM ins LIMIT 1) AS any_row
+)
+SELECT (SELECT g.open FROM gate g) AS open,
+       ARRAY(SELECT i.id FROM ins i ORDER BY i.id) AS ids,
+       (SELECT count(*) FROM woken) AS woken
+
+-- name: insert_job_keyed
+-- One job with keys in one statement: a stored match wins; else ON CONFLICT DO NOTHING, which waits (bounded) for a racing insert and never fails.
+WITH req AS MATERIALIZED (
+    SELECT coalesce(:now::timestamptz, now()) AS now,
+           CASE WHEN :lock_timeout::text IS NOT NULL
+                THEN set_config('lock_timeout', :lock_timeout::text, true) END AS lock_timeout
+),
+gate AS MATERIALIZED (
+    SELECT NOT EXISTS (
+        SELECT 1 FROM {schema}.actor_config ac
+        WHERE ac.actor = :actor::text AND ac.max_pending IS NOT NULL
+    ) AS open
+),
+existing AS MATERIALIZED (
+    -- The idempotency key matches a job in any status and is checked first; the
+    -- identity key matches only a job that is still pending, scheduled or running.
+    SELECT m.id
+    FROM (
+        SELECT j.id, 0 AS pref
+        FROM {schema}.jobs j
+        WHERE j.actor = :actor::text AND j.idempotency_key = :idempotency_key::text
+        UNION ALL
+        SELECT j.id, 1 AS pref
+        FROM {schema}.jobs j
+        WHERE j.actor = :actor::text AND j.identity_key = :identity_key::text
+          AND j.status IN ('pending', 'scheduled', 'running')
+    ) AS m
+    ORDER BY m.pref
+    LIMIT 1
+),
+ins AS (
+    INSERT INTO {schema}.jobs (
+        queue, actor, payload, status, priority, max_attempts, created_at, scheduled_at,
+        schedule_to_close, fairness_key, identity_key, idempotency_key, metadata, tags,
+        trace_id, span_id
+    )
+    SELECT :queue::text, :actor::text, :payload::text::jsonb,
+           CASE WHEN :scheduled_at::timestamptz > r.now THEN 'scheduled' ELSE 'pending' END,
+           :priority::integer, :max_attempts::integer, r.now,
+           CASE WHEN :scheduled_at::timestamptz > r.now THEN :scheduled_at::timestamptz
+                ELSE r.now END,
+           :schedule_to_close::timestamptz, :fairness_key::text, :identity_key::text,
+           :idempotency_key::text, :metadata::text::jsonb,
+           CASE WHEN :tags::text IS NULL THEN '{}'::text[]
+                ELSE ARRAY(SELECT jsonb_array_elements_text(:tags::text::jsonb)) END,
+           :trace_id::text, :span_id::text
+    FROM req r
+    WHERE (SELECT g.open FROM gate g) AND NOT EXISTS (SELECT 1 FROM existing)
+    ON CONFLICT DO NOTHING
+    RETURNING id
+),
+woken AS MATERIALIZED (
+    SELECT pg_notify(:channel::text, :queue::text) FROM ins
+)
+SELECT (SELECT g.open FROM gate g) AS open,
+       (SELECT i.id FROM ins i) AS inserted_id,
+       (SELECT e.id FROM existing e) AS existing_id,
+       (SELECT count(*) FROM woken) AS woken
+
+-- name: enqueue_lookup
+-- Everything the per-job rules need, read after the max_pending locks so the snapshot includes every committed rival.
+WITH keyed AS (
+    SELECT *
+    FROM unnest(:key_actor::text[], :identity_key::text[], :idempotency_key::text[])
+        AS k(actor, identity_key, idempotency_key)
+)
+SELECT 'idempotency' AS kind, j.actor, j.idempotency_key AS key, j.id,
+       NULL::bigint AS waiting, NULL::integer AS max_pending
+FROM {schema}.jobs j
+JOIN (SELECT DISTINCT k.actor, k.idempotency_key FROM keyed k
+      WHERE k.idempotency_key IS NOT NULL) AS ik
+  ON j.actor = ik.actor AND j.idempotency_key = ik.idempotency_key
+UNION ALL
+SELECT 'identity', j.actor, j.identity_key, j.id, NULL, NULL
+FROM {schema}.jobs j
+JOIN (SELECT DISTINCT k.actor, k.identity_key FROM keyed k
+      WHERE k.identity_key IS NOT NULL) AS uk
+  ON j.actor = uk.actor AND j.identity_key = uk.identity_key
+WHERE j.status IN ('pending', 'scheduled', 'running')
+UNION ALL
+SELECT 'actor', a.actor, NULL, NULL,
+       CASE WHEN :count_waiting::boolean THEN (
+           SELECT count(*) FROM {schema}.jobs w
+           WHERE w.actor = a.actor AND w.status IN ('pending', 'scheduled')
+       ) END,
+       ac.max_pending
+FROM unnest(:actors::text[]) AS a(actor)
+LEFT JOIN {schema}.actor_config ac ON ac.actor = a.actor
+
+-- name: lock_max_pending
+-- Transaction-scoped advisory locks (keys hold the schema) in the given sorted order, so batches never deadlock; lock_timeout bounds the wait.
+WITH req AS MATERIALIZED (
+    SELECT CASE WHEN :lock_timeout::text IS NOT NULL
+                THEN set_config('lock_timeout', :lock_timeout::text, true) END AS lock_timeout
+)
+SELECT count(pg_advisory_xact_lock(hashtextextended(k.key, 0))) AS locked
+FROM (
+    SELECT u.key FROM unnest(:keys::text[]) WITH ORDINALITY AS u(key, ord)
+    ORDER BY u.ord
+    OFFSET 0
+) AS k
+-- A one-time filter: lock_timeout is set before the first lock is requested.
+WHERE (SELECT count(*) FROM req) = 1
+
+-- name: current_lock_timeout
+-- Read before a bound enqueue changes lock_timeout, so the caller's transaction gets its own value back.
+SELECT current_setting('lock_timeout') AS lock_timeout
+
+-- name: set_lock_timeout
+-- Transaction-local, as SET LOCAL: it never outlives the transaction it is set in.
+SELECT set_config('lock_timeout', :lock_timeout::text, true) AS lock_timeout

@@ -1,0 +1,99 @@
+-- The leader's frequent sweeps (LeaseJanitor). Each is one short statement; rows some
+-- other transaction holds (an owner finishing, a claimer) are skipped and left to the
+-- next sweep rather than waited for. Timestamps in messages are rendered as Python's
+-- datetime.isoformat() renders UTC, so both adapters write the same text.
+
+-- name: promote_scheduled
+-- scheduled_at is kept: a promoted job competes by the time it became due.
+WITH due AS (
+    SELECT j.id
+    FROM {schema}.jobs j
+    WHERE j.status = 'scheduled' AND j.scheduled_at <= coalesce(:now::timestamptz, now())
+    FOR UPDATE SKIP LOCKED
+),
+promoted AS (
+    UPDATE {schema}.jobs j SET status = 'pending'
+    FROM due d
+    WHERE j.id = d.id
+    RETURNING j.id
+)
+SELECT count(*) AS promoted FROM promoted
+
+-- name: reclaim_expired
+-- The EPQ recheck of lock_expires_at < now drops a lease a heartbeat extended meanwhile; the next claim issues a new fencing token.
+WITH req AS MATERIALIZED (
+    SELECT coalesce(:now::timestamptz, now()) AS now
+),
+expired AS (
+    SELECT j.id, j.attempt, j.locked_by, j.started_at,
+           (j.max_attempts IS NOT NULL AND j.attempt >= j.max_attempts) AS spent,
+           'lease held by ' || coalesce(j.locked_by, 'None') || ' expired at '
+               || to_char(j.lock_expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS')
+               || CASE WHEN date_part('microseconds', j.lock_expires_at)::bigint % 1000000 <> 0
+                       THEN to_char(j.lock_expires_at AT TIME ZONE 'UTC', '.US') ELSE '' END
+               || '+00:00' AS error
+    FROM {schema}.jobs j, req r
+    WHERE j.status = 'running' AND j.lock_expires_at < r.now
+    ORDER BY j.id
+    FOR UPDATE OF j SKIP LOCKED
+),
+moved AS (
+    UPDATE {schema}.jobs j
+    SET status = CASE WHEN e.spent THEN 'crashed' ELSE 'pending' END,
+        finished_at = CASE WHEN e.spent THEN r.now ELSE j.finished_at END,
+        last_error = 'LeaseExpired: ' || e.error,
+        error_class = 'LeaseExpired',
+        locked_by = NULL,
+        lock_expires_at = NULL
+    FROM expired e, req r
+    WHERE j.id = e.id
+    RETURNING j.id, e.spent
+),
+recorded AS (
+    INSERT INTO {schema}.job_attempts (
+        job_id, attempt, worker_id, started_at, finished_at, outcome, error_class, error
+    )
+    SELECT e.id, e.attempt, e.locked_by, e.started_at, r.now,
+           CASE WHEN e.spent THEN 'crashed' ELSE 'lease_expired' END, 'LeaseExpired', e.error
+    FROM expired e, req r
+    ORDER BY e.id
+    RETURNING job_id
+)
+SELECT m.id, m.spent, (SELECT count(*) FROM recorded) AS recorded FROM moved m ORDER BY m.id
+
+-- name: fail_past_deadline
+-- Only waiting jobs: a running job's deadline is its owner's to enforce.
+WITH req AS MATERIALIZED (
+    SELECT coalesce(:now::timestamptz, now()) AS now
+),
+late AS (
+    SELECT j.id
+    FROM {schema}.jobs j, req r
+    WHERE j.status IN ('pending', 'scheduled')
+      AND j.schedule_to_close IS NOT NULL
+      AND j.schedule_to_close <= r.now
+    FOR UPDATE OF j SKIP LOCKED
+),
+failed AS (
+    UPDATE {schema}.jobs j
+    SET status = 'failed',
+        finished_at = r.now,
+        error_class = 'DeadlineExceeded',
+        last_error = 'DeadlineExceeded: schedule_to_close '
+            || to_char(j.schedule_to_close AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS')
+            || CASE WHEN date_part('microseconds', j.schedule_to_close)::bigint % 1000000 <> 0
+                    THEN to_char(j.schedule_to_close AT TIME ZONE 'UTC', '.US') ELSE '' END
+            || '+00:00 passed before the job ran',
+        locked_by = NULL,
+        lock_expires_at = NULL
+    FROM late l, req r
+    WHERE j.id = l.id
+    RETURNING j.id
+)
+SELECT f.id FROM failed f ORDER BY f.id
+
+-- name: cleanup_stale_workers
+-- Their running jobs are not touched here: the reclaim sweep handles expired leases.
+DELETE FROM {schema}.workers w
+WHERE w.last_seen_at < coalesce(:now::timestamptz, now()) - :stale_after::interval
+RETURNING w.worker_id

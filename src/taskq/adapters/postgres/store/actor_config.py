@@ -1,0 +1,136 @@
+"""ActorConfigAdmin on Postgres: startup sync, reads, operator capacity changes."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+
+from taskq.adapters.postgres.store.base import StoreCore
+from taskq.adapters.postgres.store.rows import actor_config_from_row, dump_json_object
+from taskq.domain.actor_config import (
+    CAPACITY_FIELDS,
+    STRUCTURAL_FIELDS,
+    ActorConfig,
+    ActorConfigSyncReport,
+    CapacityOverride,
+)
+from taskq.domain.errors import ActorConfigDriftError, ActorConfigDriftList, UnknownActorError
+from taskq.ports.store_params import CapacityUpdate
+
+
+def _as_stored(config: ActorConfig) -> ActorConfig:
+    """``config`` as a row would hold it (metadata normalised through JSON)."""
+    return dataclasses.replace(config, metadata=json.loads(dump_json_object(config.metadata)))
+
+
+class ActorConfigOps(StoreCore):
+    async def sync_actor_configs(
+        self, configs: Sequence[ActorConfig], *, force: bool = False
+    ) -> ActorConfigSyncReport:
+        """Compare and write under one transaction-scoped lock, so concurrent syncs take turns."""
+        self._begin()
+        registered = [_as_stored(c) for c in configs]
+        async with self._driver.transaction() as tx:
+            await tx.fetchval("lock_actor_config", lock_key=self._schema.lock_key("actor_config"))
+            rows = await tx.fetch("actor_configs", actors=sorted({c.actor for c in registered}))
+            table = {row["actor"]: actor_config_from_row(row) for row in rows}
+            report, created, changed, drifts = _sync(table, registered)
+            if drifts and not force:
+                raise ActorConfigDriftList(drifts)
+            if created:
+                new = [table[a] for a in created]
+                await tx.execute(
+                    "insert_actor_configs",
+                    actor=[c.actor for c in new],
+                    queue=[c.queue for c in new],
+                    metadata=[dump_json_object(c.metadata) for c in new],
+                    max_concurrent=[c.max_concurrent for c in new],
+                    max_pending=[c.max_pending for c in new],
+                    result_ttl=[c.result_ttl for c in new],
+                )
+            rewritten = [table[a] for a in changed if a not in created]
+            if rewritten:
+                await tx.execute(
+                    "overwrite_actor_structure",
+                    actor=[c.actor for c in rewritten],
+                    queue=[c.queue for c in rewritten],
+                    metadata=[dump_json_object(c.metadata) for c in rewritten],
+                )
+        return report
+
+    async def get_actor_config(self, actor: str) -> ActorConfig | None:
+        self._begin()
+        row = await self._driver.fetchrow("actor_configs", actors=[actor])
+        return None if row is None else actor_config_from_row(row)
+
+    async def list_actor_configs(self) -> list[ActorConfig]:
+        self._begin()
+        rows = await self._driver.fetch("actor_configs", actors=None)
+        return sorted((actor_config_from_row(row) for row in rows), key=lambda c: c.actor)
+
+    async def set_actor_capacity(self, update: CapacityUpdate) -> ActorConfig:
+        self._begin()
+        unknown = update.clear - set(CAPACITY_FIELDS)
+        if unknown:
+            raise ValueError(f"clear names fields that are not capacity fields: {sorted(unknown)}")
+        row = await self._driver.fetchrow(
+            "set_actor_capacity",
+            actor=update.actor,
+            max_concurrent=update.max_concurrent,
+            max_pending=update.max_pending,
+            result_ttl=update.result_ttl,
+            clear_max_concurrent="max_concurrent" in update.clear,
+            clear_max_pending="max_pending" in update.clear,
+            clear_result_ttl="result_ttl" in update.clear,
+        )
+        if row is None:
+            raise UnknownActorError(update.actor)
+        return actor_config_from_row(row)
+
+
+def _sync(
+    table: dict[str, ActorConfig], registered: Sequence[ActorConfig]
+) -> tuple[ActorConfigSyncReport, list[str], list[str], list[ActorConfigDriftError]]:
+    """The memory adapter's sync rules over ``table`` (updated in place, in input order).
+
+    Returns the report, the actors created, the actors whose structure changed,
+    and the drift found.
+    """
+    created: list[str] = []
+    changed: list[str] = []
+    overrides: list[CapacityOverride] = []
+    drifts: list[ActorConfigDriftError] = []
+    overwritten: list[tuple[str, str]] = []
+    for config in registered:
+        stored = table.get(config.actor)
+        if stored is None:
+            table[config.actor] = config
+            created.append(config.actor)
+            continue
+        for name in CAPACITY_FIELDS:
+            was, now = getattr(stored, name), getattr(config, name)
+            if was != now:
+                overrides.append(
+                    CapacityOverride(actor=stored.actor, field=name, stored=was, registered=now)
+                )
+        changes: dict[str, object] = {}
+        for name in STRUCTURAL_FIELDS:
+            was, now = getattr(stored, name), getattr(config, name)
+            if was != now:
+                drifts.append(ActorConfigDriftError(stored.actor, name, was, now))
+                overwritten.append((stored.actor, name))
+                changes[name] = now
+        if changes:
+            table[stored.actor] = dataclasses.replace(stored, **changes)  # type: ignore[arg-type]
+            if stored.actor not in changed:
+                changed.append(stored.actor)
+    report = ActorConfigSyncReport(
+        created=tuple(created),
+        capacity_overrides=tuple(overrides),
+        overwritten=tuple(overwritten),
+    )
+    return report, created, changed, drifts
+
+
+__all__ = ["ActorConfigOps"]

@@ -1,0 +1,93 @@
+"""JobClaimer on Postgres: the dispatch claim, start marks, release, drain.
+
+The claim is one statement (``queries/claim.sql``) that computes exactly what
+``taskq.domain.dispatch.select_for_dispatch`` returns on the same data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+from taskq.adapters.postgres.driver import TransientConflict
+from taskq.adapters.postgres.store.base import CONFLICT_RETRIES, StoreCore
+from taskq.adapters.postgres.store.rows import check_lease, claimed_from_row
+from taskq.domain.errors import LeaseLost
+from taskq.domain.job import ClaimedJob, Lease
+from taskq.ports.store_params import ClaimRequest
+
+OUTCOME_RELEASED = "released"
+
+
+class ClaimOps(StoreCore):
+    async def claim(self, request: ClaimRequest) -> list[ClaimedJob]:
+        now = self._begin(request.now)
+        if request.limit <= 0:
+            return []
+        check_lease(request.lease)
+        # Duplicates would make one queue's scan count twice against the limit.
+        queues = list(dict.fromkeys(request.queues))
+        actors = list(dict.fromkeys(request.actors))
+        if not queues or not actors:
+            return []
+        for attempt in range(CONFLICT_RETRIES):
+            try:
+                rows = await self._driver.fetch(
+                    "claim",
+                    now=now,
+                    queues=queues,
+                    actors=actors,
+                    limit=request.limit,
+                    worker_id=request.worker_id,
+                    lease=request.lease,
+                )
+            except TransientConflict:
+                # Two claims serialising on capped actors in a different order; nothing was taken.
+                if attempt + 1 == CONFLICT_RETRIES:
+                    raise
+                continue
+            return [claimed_from_row(row) for row in rows]
+        raise AssertionError("unreachable")
+
+    async def mark_started(
+        self, leases: Sequence[Lease], *, now: datetime | None = None
+    ) -> list[Lease]:
+        at = self._begin(now)
+        if not leases:
+            return []
+        rows = await self._driver.fetch(
+            "mark_started",
+            now=at,
+            job_id=[lease.job_id for lease in leases],
+            fencing_token=[lease.fencing_token for lease in leases],
+        )
+        held = {(row["id"], row["fencing_token"]) for row in rows}
+        return [lease for lease in leases if (lease.job_id, lease.fencing_token) not in held]
+
+    async def release(self, lease: Lease, *, delay: timedelta, now: datetime | None = None) -> None:
+        at = self._begin(now)
+        if delay < timedelta(0):
+            raise ValueError(f"release delay must be >= 0, got {delay}")
+        row = await self._driver.fetchrow(
+            "reschedule_job",
+            job_id=lease.job_id,
+            fencing_token=lease.fencing_token,
+            now=at,
+            run_at=None,
+            delay=delay,
+            refund_attempt=True,
+            snooze=False,
+            error=None,
+            error_class=None,
+            outcome=OUTCOME_RELEASED,
+        )
+        if row is None:
+            raise LeaseLost(lease.job_id, lease.fencing_token)
+
+    async def drain_unstarted(self, worker_id: str, *, now: datetime | None = None) -> int:
+        self._begin(now)
+        drained: int = await self._driver.fetchval("drain_unstarted", worker_id=worker_id)
+        return drained
+
+
+__all__ = ["ClaimOps"]

@@ -1,0 +1,386 @@
+"""JobEnqueuer on Postgres: the cheapest path that can keep every rule.
+
+- No keys, no max_pending (the bulk case): one ``insert_jobs`` statement for the
+  whole batch, which inserts nothing when a stored max_pending turns out to
+  apply (then the locked path runs).
+- One job with keys: one ``insert_job_keyed`` statement (stored match, else
+  insert ``ON CONFLICT DO NOTHING``). Losing a race to a concurrent insert of
+  the same key returns neither row; the statement is simply run again and then
+  finds the winner.
+- A batch with keys: ``enqueue_lookup`` reads the stored matches, the per-job
+  rules run here in input order (later jobs see earlier ones), then one plain
+  ``insert_jobs`` writes the new rows; a unique violation (a race) re-runs it.
+- Any max_pending (the job's literal or a stored value): a transaction takes
+  transaction-scoped advisory locks per actor (keys carry the schema; bounded by
+  the max_pending budget), then does lookup + rules + insert under them, so
+  concurrent enqueuers never overshoot.
+
+Every statement that can wait for a lock runs with a transaction-local
+``lock_timeout`` from :class:`LockBudgets`. Each insert statement sends one
+wake-up, delivered when it commits. A bound enqueuer (the caller's own
+connection and transaction) runs each attempt in a savepoint so a lost race
+never aborts the caller's transaction, and gives ``lock_timeout`` back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from enum import Enum
+from typing import Final
+
+from taskq.adapters.postgres.driver import Driver, LockTimeout, TransientConflict, UniqueConflict
+from taskq.adapters.postgres.schema import Schema
+from taskq.adapters.postgres.store.base import CONFLICT_RETRIES, LockBudgets, lock_timeout_text
+from taskq.adapters.postgres.store.rows import check_aware, dump_json, dump_json_object
+from taskq.domain.errors import (
+    EnqueueRefused,
+    IdempotencyKeyLockTimeoutError,
+    MaxPendingExceeded,
+    MaxPendingLockTimeoutError,
+    StoreUnavailable,
+    UniqueForLockTimeoutError,
+)
+from taskq.domain.job import EnqueueResult, NewJob
+
+
+class _Miss(Enum):
+    """Why an attempt wrote nothing."""
+
+    LIMITED = "a max_pending applies: take the locked path"
+    RACED = "lost a race on a key: run again"
+
+
+_LIMITED: Final = _Miss.LIMITED
+_RACED: Final = _Miss.RACED
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """A job with its JSON already serialised (a bad value fails before any write)."""
+
+    job: NewJob
+    payload: str
+    metadata: str
+    tags: str | None
+
+    @property
+    def keyed(self) -> bool:
+        return self.job.identity_key is not None or self.job.idempotency_key is not None
+
+
+def _prepare(jobs: Sequence[NewJob]) -> list[_Prepared]:
+    prepared: list[_Prepared] = []
+    for job in jobs:
+        for name in ("scheduled_at", "schedule_to_close"):
+            value: datetime | None = getattr(job, name)
+            if value is not None and value.tzinfo is None:
+                raise TypeError(f"NewJob.{name} must be timezone-aware, got {value!r}")
+        tags = dump_json(list(job.tags)) if job.tags else None
+        prepared.append(
+            _Prepared(job, dump_json_object(job.payload), dump_json_object(job.metadata), tags)
+        )
+    return prepared
+
+
+def _wake_queue(rows: Sequence[_Prepared]) -> str:
+    """The queue to wake: the one all rows share, else "" (any queue)."""
+    queues = {p.job.queue for p in rows}
+    return queues.pop() if len(queues) == 1 else ""
+
+
+def _key_refusal(rows: Sequence[_Prepared], message: str) -> EnqueueRefused:
+    """The lock-timeout refusal naming the key a statement over ``rows`` waited for."""
+    if any(p.job.identity_key is not None for p in rows):
+        return UniqueForLockTimeoutError(message)
+    return IdempotencyKeyLockTimeoutError(message)
+
+
+# A job's outcome while the rules run: a stored id, or the index of a row to insert.
+_Ref = tuple[bool, int]  # (is_new, stored id or insert index)
+
+
+@dataclass(slots=True)
+class _Lookup:
+    idempotency: dict[tuple[str, str], _Ref]
+    identity: dict[tuple[str, str], _Ref]
+    waiting: dict[str, int]
+    stored_max_pending: dict[str, int | None]
+
+
+class Enqueuer:
+    """Runs enqueues on a driver; shared by the store and by bound enqueuers."""
+
+    def __init__(self, schema: Schema, budgets: LockBudgets) -> None:
+        self._schema = schema
+        self._budgets = budgets
+
+    async def enqueue_many(
+        self, driver: Driver, jobs: Sequence[NewJob], now: datetime | None, *, bound: bool
+    ) -> list[EnqueueResult]:
+        """Apply the JobEnqueuer rules to ``jobs`` in input order, all or nothing."""
+        check_aware(now)
+        prepared = _prepare(jobs)
+        if not prepared:
+            return []
+        if not bound:
+            return await self._run(driver, prepared, now, isolate=False)
+        previous = await driver.fetchval("current_lock_timeout")
+        try:
+            return await self._run(driver, prepared, now, isolate=True)
+        finally:
+            # Statements set lock_timeout transaction-locally; give the caller's back.
+            with contextlib.suppress(StoreUnavailable):
+                await driver.fetchval("set_lock_timeout", lock_timeout=previous)
+
+    async def _run(
+        self, driver: Driver, prepared: list[_Prepared], now: datetime | None, *, isolate: bool
+    ) -> list[EnqueueResult]:
+        for _ in range(CONFLICT_RETRIES):
+            try:
+                if isolate:
+                    async with driver.transaction() as tx:
+                        outcome = await self._attempt(tx, prepared, now)
+                else:
+                    outcome = await self._attempt(driver, prepared, now)
+            except (UniqueConflict, TransientConflict):
+                continue
+            if isinstance(outcome, list):
+                return outcome
+        raise _key_refusal(prepared, "enqueue kept losing races for its keys; retry")
+
+    async def _attempt(
+        self, driver: Driver, prepared: list[_Prepared], now: datetime | None
+    ) -> list[EnqueueResult] | _Miss:
+        if not any(p.job.max_pending is not None for p in prepared):
+            if not any(p.keyed for p in prepared):
+                ids = await self._insert(driver, prepared, now, check_limits=True)
+                if isinstance(ids, list):
+                    return [EnqueueResult(job_id) for job_id in ids]
+            elif len(prepared) == 1:
+                single = await self._insert_keyed(driver, prepared[0], now)
+                if isinstance(single, EnqueueResult):
+                    return [single]
+                if single is _RACED:
+                    return _RACED
+            else:
+                results = await self._lookup_and_insert(driver, prepared, now, locked=False)
+                if isinstance(results, list):
+                    return results
+        return await self._locked(driver, prepared, now)
+
+    # --- the statements ---------------------------------------------------------------
+
+    async def _insert(
+        self,
+        driver: Driver,
+        rows: Sequence[_Prepared],
+        now: datetime | None,
+        *,
+        check_limits: bool,
+    ) -> list[int] | _Miss:
+        """Insert ``rows`` in order; their ids (ascending = input order), or LIMITED."""
+        jobs = [p.job for p in rows]
+        budget = self._key_budget(rows)
+        try:
+            row = await driver.fetchrow(
+                "insert_jobs",
+                now=now,
+                lock_timeout=None if budget is None else lock_timeout_text(budget),
+                check_limits=check_limits,
+                limit_actors=sorted({j.actor for j in jobs}),
+                queue=[j.queue for j in jobs],
+                actor=[j.actor for j in jobs],
+                payload=[p.payload for p in rows],
+                priority=[j.priority for j in jobs],
+                max_attempts=[j.max_attempts for j in jobs],
+                scheduled_at=[j.scheduled_at for j in jobs],
+                schedule_to_close=[j.schedule_to_close for j in jobs],
+                fairness_key=[j.fairness_key for j in jobs],
+                identity_key=[j.identity_key for j in jobs],
+                idempotency_key=[j.idempotency_key for j in jobs],
+                metadata=[p.metadata for p in rows],
+                tags=[p.tags for p in rows],
+                trace_id=[j.trace_id for j in jobs],
+                span_id=[j.span_id for j in jobs],
+                channel=self._schema.wake_channel,
+                wake_queue=_wake_queue(rows),
+            )
+        except LockTimeout as exc:
+            raise _key_refusal(rows, f"gave up waiting for a key lock: {exc}") from exc
+        assert row is not None
+        if not row["open"]:
+            return _LIMITED
+        ids = list(row["ids"])
+        if len(ids) != len(rows):
+            raise AssertionError(f"inserted {len(ids)} of {len(rows)} jobs")
+        return ids
+
+    async def _insert_keyed(
+        self, driver: Driver, prepared: _Prepared, now: datetime | None
+    ) -> EnqueueResult | _Miss:
+        job = prepared.job
+        budget = self._key_budget([prepared])
+        try:
+            row = await driver.fetchrow(
+                "insert_job_keyed",
+                now=now,
+                lock_timeout=None if budget is None else lock_timeout_text(budget),
+                queue=job.queue,
+                actor=job.actor,
+                payload=prepared.payload,
+                priority=job.priority,
+                max_attempts=job.max_attempts,
+                scheduled_at=job.scheduled_at,
+                schedule_to_close=job.schedule_to_close,
+                fairness_key=job.fairness_key,
+                identity_key=job.identity_key,
+                idempotency_key=job.idempotency_key,
+                metadata=prepared.metadata,
+                tags=prepared.tags,
+                trace_id=job.trace_id,
+                span_id=job.span_id,
+                channel=self._schema.wake_channel,
+            )
+        except LockTimeout as exc:
+            raise _key_refusal([prepared], f"gave up waiting for a key lock: {exc}") from exc
+        assert row is not None
+        if row["existing_id"] is not None:
+            return EnqueueResult(row["existing_id"], was_existing=True)
+        if row["inserted_id"] is not None:
+            return EnqueueResult(row["inserted_id"])
+        return _RACED if row["open"] else _LIMITED
+
+    async def _locked(
+        self, driver: Driver, prepared: list[_Prepared], now: datetime | None
+    ) -> list[EnqueueResult] | _Miss:
+        keys = sorted({self._schema.lock_key(f"max_pending:{p.job.actor}") for p in prepared})
+        async with driver.transaction() as tx:
+            try:
+                await tx.fetchval(
+                    "lock_max_pending",
+                    keys=keys,
+                    lock_timeout=lock_timeout_text(self._budgets.max_pending_ms),
+                )
+            except LockTimeout as exc:
+                raise MaxPendingLockTimeoutError(
+                    f"gave up waiting for the max_pending lock: {exc}"
+                ) from exc
+            return await self._lookup_and_insert(tx, prepared, now, locked=True)
+
+    async def _lookup_and_insert(
+        self, driver: Driver, prepared: list[_Prepared], now: datetime | None, *, locked: bool
+    ) -> list[EnqueueResult] | _Miss:
+        lookup = await self._lookup(driver, prepared, count_waiting=locked)
+        if not locked and any(v is not None for v in lookup.stored_max_pending.values()):
+            return _LIMITED
+        refs, to_insert = self._apply_rules(prepared, lookup, enforce_limits=locked)
+        ids: list[int] = []
+        if to_insert:
+            inserted = await self._insert(driver, to_insert, now, check_limits=not locked)
+            if not isinstance(inserted, list):
+                return inserted
+            ids = inserted
+        results: list[EnqueueResult] = []
+        for (is_new, value), was_existing in refs:
+            results.append(EnqueueResult(ids[value] if is_new else value, was_existing))
+        return results
+
+    async def _lookup(
+        self, driver: Driver, prepared: list[_Prepared], *, count_waiting: bool
+    ) -> _Lookup:
+        keyed = [p.job for p in prepared if p.keyed]
+        rows = await driver.fetch(
+            "enqueue_lookup",
+            key_actor=[j.actor for j in keyed],
+            identity_key=[j.identity_key for j in keyed],
+            idempotency_key=[j.idempotency_key for j in keyed],
+            actors=sorted({p.job.actor for p in prepared}),
+            count_waiting=count_waiting,
+        )
+        lookup = _Lookup({}, {}, {}, {})
+        for row in rows:
+            kind = row["kind"]
+            if kind == "idempotency":
+                lookup.idempotency[(row["actor"], row["key"])] = (False, row["id"])
+            elif kind == "identity":
+                lookup.identity[(row["actor"], row["key"])] = (False, row["id"])
+            else:
+                lookup.waiting[row["actor"]] = row["waiting"] or 0
+                lookup.stored_max_pending[row["actor"]] = row["max_pending"]
+        return lookup
+
+    @staticmethod
+    def _apply_rules(
+        prepared: list[_Prepared], lookup: _Lookup, *, enforce_limits: bool
+    ) -> tuple[list[tuple[_Ref, bool]], list[_Prepared]]:
+        """The per-job rules in input order, exactly as the memory adapter applies them.
+
+        Returns each job's outcome (a stored id or an insert index, and whether it
+        is an existing job) and the rows to insert. Raises ``MaxPendingExceeded``
+        for the first job over its actor's limit.
+        """
+        refs: list[tuple[_Ref, bool]] = []
+        to_insert: list[_Prepared] = []
+        for p in prepared:
+            job = p.job
+            idem = None if job.idempotency_key is None else (job.actor, job.idempotency_key)
+            ident = None if job.identity_key is None else (job.actor, job.identity_key)
+            if idem is not None and idem in lookup.idempotency:
+                refs.append((lookup.idempotency[idem], True))
+                continue
+            if ident is not None and ident in lookup.identity:
+                refs.append((lookup.identity[ident], True))
+                continue
+            if enforce_limits:
+                stored = lookup.stored_max_pending.get(job.actor)
+                limit = stored if stored is not None else job.max_pending
+                if limit is not None and lookup.waiting.get(job.actor, 0) >= limit:
+                    raise MaxPendingExceeded(job.actor, limit)
+            ref: _Ref = (True, len(to_insert))
+            to_insert.append(p)
+            lookup.waiting[job.actor] = lookup.waiting.get(job.actor, 0) + 1
+            if idem is not None:
+                lookup.idempotency[idem] = ref
+            if ident is not None:
+                lookup.identity[ident] = ref
+            refs.append((ref, False))
+        return refs, to_insert
+
+    def _key_budget(self, rows: Sequence[_Prepared]) -> float | None:
+        """The lock budget of an insert that may wait on a key index; None when none can."""
+        budgets = []
+        if any(p.job.identity_key is not None for p in rows):
+            budgets.append(self._budgets.unique_ms)
+        if any(p.job.idempotency_key is not None for p in rows):
+            budgets.append(self._budgets.idempotency_ms)
+        if not budgets:
+            return None
+        return 0.0 if any(b <= 0 for b in budgets) else max(budgets)
+
+
+class BoundEnqueuer:
+    """A ``JobEnqueuer`` on the caller's own connection and transaction.
+
+    Jobs become visible when the caller commits and vanish on rollback. Each
+    attempt runs in a savepoint (or in its own transaction when the
+    connection is in none), so a refusal never aborts the caller's
+    transaction. The caller owns the connection: nothing here closes it.
+    """
+
+    def __init__(self, driver: Driver, enqueuer: Enqueuer) -> None:
+        self._driver = driver
+        self._enqueuer = enqueuer
+
+    async def enqueue(self, job: NewJob, *, now: datetime | None = None) -> EnqueueResult:
+        return (await self.enqueue_many([job], now=now))[0]
+
+    async def enqueue_many(
+        self, jobs: Sequence[NewJob], *, now: datetime | None = None
+    ) -> list[EnqueueResult]:
+        return await self._enqueuer.enqueue_many(self._driver, jobs, now, bound=True)
+
+
+__all__ = ["BoundEnqueuer", "Enqueuer"]

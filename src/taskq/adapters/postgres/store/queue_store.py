@@ -1,0 +1,111 @@
+"""PostgresQueueStore: the whole QueueStore port over a :class:`Driver`, one role per file."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from taskq.adapters.postgres.driver import Driver
+from taskq.adapters.postgres.schema import Schema
+from taskq.adapters.postgres.store.actor_config import ActorConfigOps
+from taskq.adapters.postgres.store.base import LockBudgets
+from taskq.adapters.postgres.store.cancel import CancelOps
+from taskq.adapters.postgres.store.claim import ClaimOps
+from taskq.adapters.postgres.store.enqueue import BoundEnqueuer, Enqueuer
+from taskq.adapters.postgres.store.finish import FinishOps
+from taskq.adapters.postgres.store.maintenance import MaintenanceOps
+from taskq.adapters.postgres.store.queues import QueueOps
+from taskq.adapters.postgres.store.reads import ReadOps
+from taskq.adapters.postgres.store.retention import RetentionOps
+from taskq.adapters.postgres.store.workers import WorkerOps
+from taskq.domain.job import EnqueueResult, NewJob
+from taskq.ports.store_params import (
+    CAP_ADVISORY_LOCKS,
+    CAP_DURABLE,
+    CAP_LISTEN_NOTIFY,
+    CAP_MULTI_PROCESS,
+    CAP_TRANSACTIONAL_ENQUEUE,
+)
+
+#: Durable, shared across processes, enqueue inside the caller's transaction,
+#: wake-ups by NOTIFY, leader election by advisory lock.
+POSTGRES_CAPABILITIES: frozenset[str] = frozenset(
+    {
+        CAP_DURABLE,
+        CAP_MULTI_PROCESS,
+        CAP_TRANSACTIONAL_ENQUEUE,
+        CAP_LISTEN_NOTIFY,
+        CAP_ADVISORY_LOCKS,
+    }
+)
+
+
+class PostgresQueueStore(
+    ClaimOps,
+    FinishOps,
+    WorkerOps,
+    ReadOps,
+    CancelOps,
+    MaintenanceOps,
+    RetentionOps,
+    ActorConfigOps,
+    QueueOps,
+):
+    """The QueueStore port on Postgres, for any :class:`Driver`.
+
+    The driver adapters (``taskq.adapters.asyncpg``, ``taskq.adapters.psycopg``)
+    subclass it to build the driver from a DSN or a caller-owned pool.
+    ``now=None`` everywhere means the database clock: ``now()``, the start of
+    the statement's transaction (one value per statement).
+    """
+
+    def __init__(
+        self,
+        driver: Driver,
+        *,
+        schema: Schema,
+        budgets: LockBudgets | None = None,
+        on_close: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        super().__init__(driver, schema=schema, budgets=budgets, on_close=on_close)
+        self._enqueuer = Enqueuer(schema, self._budgets)
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return f"<{type(self).__name__} {state} schema={self._schema.name}>"
+
+    @property
+    def capabilities(self) -> frozenset[str]:
+        return POSTGRES_CAPABILITIES
+
+    async def ping(self) -> None:
+        self._begin()
+        await self._driver.fetchval("ping")
+
+    async def enqueue(self, job: NewJob, *, now: datetime | None = None) -> EnqueueResult:
+        return (await self.enqueue_many([job], now=now))[0]
+
+    async def enqueue_many(
+        self, jobs: Sequence[NewJob], *, now: datetime | None = None
+    ) -> list[EnqueueResult]:
+        self._begin(now)
+        return await self._enqueuer.enqueue_many(self._driver, jobs, now, bound=False)
+
+    def _bound_enqueuer(self, driver: Driver) -> BoundEnqueuer:
+        """A JobEnqueuer running on ``driver`` (one caller-owned connection)."""
+        self._begin()
+        return BoundEnqueuer(driver, self._enqueuer)
+
+
+if TYPE_CHECKING:
+    from taskq.ports.queue_store import JobEnqueuer, QueueStore
+
+    def _conforms(driver: Driver, schema: Schema) -> QueueStore:
+        return PostgresQueueStore(driver, schema=schema)
+
+    def _bound_conforms(driver: Driver, enqueuer: Enqueuer) -> JobEnqueuer:
+        return BoundEnqueuer(driver, enqueuer)
+
+
+__all__ = ["POSTGRES_CAPABILITIES", "PostgresQueueStore"]

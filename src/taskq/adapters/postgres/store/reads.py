@@ -1,0 +1,46 @@
+"""JobReader on Postgres. Sorting happens here, in Python's order, not the collation's."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from taskq.adapters.postgres.store.base import StoreCore
+from taskq.adapters.postgres.store.rows import attempt_from_row, job_from_row
+from taskq.domain.job import AttemptRecord, Job
+from taskq.domain.status import JobStatus
+from taskq.ports.store_params import QueueDepth
+
+
+class ReadOps(StoreCore):
+    async def get(self, job_id: int) -> Job | None:
+        self._begin()
+        row = await self._driver.fetchrow("get_job", job_id=job_id)
+        return None if row is None else job_from_row(row)
+
+    async def attempts(self, job_id: int) -> list[AttemptRecord]:
+        self._begin()
+        rows = await self._driver.fetch("job_attempts", job_id=job_id)
+        return [attempt_from_row(row) for row in rows]
+
+    async def count_active(self, queues: Sequence[str] | None = None) -> int:
+        self._begin()
+        wanted = None if queues is None else list(queues)
+        active: int = await self._driver.fetchval("count_active", queues=wanted)
+        return active
+
+    async def queue_depths(self) -> list[QueueDepth]:
+        self._begin()
+        rows = await self._driver.fetch("queue_depths")
+        depths = [
+            QueueDepth(queue=row["queue"], status=JobStatus(row["status"]), count=row["count"])
+            for row in rows
+        ]
+        return sorted(depths, key=lambda d: (d.queue, d.status.value))
+
+    async def stranded_actors(self) -> dict[str, int]:
+        self._begin()
+        rows = await self._driver.fetch("stranded_actors")
+        return dict(sorted((row["actor"], row["waiting"]) for row in rows))
+
+
+__all__ = ["ReadOps"]

@@ -1,0 +1,171 @@
+"""Rows of the store's queries → domain types, and Python values → query parameters.
+
+JSON travels as text in both directions (``payload::text``, ``:payload::text``):
+the core serialises and parses it, so the store behaves the same on any pool,
+whatever jsonb codec the pool's connections have (or lack).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from taskq.adapters.postgres.driver import Row
+from taskq.domain.actor_config import ActorConfig
+from taskq.domain.cancel_phase import CancelPhase
+from taskq.domain.job import JSON, AttemptRecord, ClaimedJob, Job
+from taskq.domain.status import JobStatus
+from taskq.ports.store_params import WorkerRecord
+
+
+def dump_json(value: JSON) -> str:
+    """``value`` as JSON text; raises ``TypeError``/``ValueError`` for what JSON cannot hold.
+
+    NaN and infinities are refused (jsonb cannot store them), as the memory
+    adapter refuses them, so a bad value fails before anything is written.
+    """
+    return json.dumps(value, allow_nan=False, separators=(",", ":"))
+
+
+def dump_json_object(value: Mapping[str, JSON]) -> str:
+    """A JSON object column value (payload, metadata)."""
+    return dump_json(dict(value))
+
+
+def dump_optional_json(value: JSON) -> str | None:
+    """A nullable JSON column value: ``None`` is SQL NULL."""
+    return None if value is None else dump_json(value)
+
+
+def load_json(text: str | None) -> JSON:
+    return None if text is None else json.loads(text)
+
+
+def load_json_object(text: str | None) -> dict[str, JSON]:
+    value = load_json(text)
+    return value if isinstance(value, dict) else {}
+
+
+def job_from_row(row: Row) -> Job:
+    return Job(
+        id=row["id"],
+        queue=row["queue"],
+        actor=row["actor"],
+        payload=load_json_object(row["payload"]),
+        status=JobStatus(row["status"]),
+        priority=row["priority"],
+        attempt=row["attempt"],
+        max_attempts=row["max_attempts"],
+        fencing_token=row["fencing_token"],
+        created_at=row["created_at"],
+        scheduled_at=row["scheduled_at"],
+        started_at=row["started_at"],
+        finished_at=row["finished_at"],
+        locked_by=row["locked_by"],
+        lock_expires_at=row["lock_expires_at"],
+        cancel_phase=CancelPhase(row["cancel_phase"]),
+        cancel_requested_at=row["cancel_requested_at"],
+        schedule_to_close=row["schedule_to_close"],
+        identity_key=row["identity_key"],
+        fairness_key=row["fairness_key"],
+        idempotency_key=row["idempotency_key"],
+        metadata=load_json_object(row["metadata"]),
+        tags=tuple(row["tags"]),
+        result=load_json(row["result"]),
+        result_expires_at=row["result_expires_at"],
+        last_error=row["last_error"],
+        trace_id=row["trace_id"],
+        span_id=row["span_id"],
+    )
+
+
+def claimed_from_row(row: Row) -> ClaimedJob:
+    return ClaimedJob(
+        id=row["id"],
+        queue=row["queue"],
+        actor=row["actor"],
+        payload=load_json_object(row["payload"]),
+        priority=row["priority"],
+        attempt=row["attempt"],
+        max_attempts=row["max_attempts"],
+        fencing_token=row["fencing_token"],
+        scheduled_at=row["scheduled_at"],
+        lock_expires_at=row["lock_expires_at"],
+        schedule_to_close=row["schedule_to_close"],
+        fairness_key=row["fairness_key"],
+        metadata=load_json_object(row["metadata"]),
+        trace_id=row["trace_id"],
+        span_id=row["span_id"],
+    )
+
+
+def attempt_from_row(row: Row) -> AttemptRecord:
+    return AttemptRecord(
+        job_id=row["job_id"],
+        attempt=row["attempt"],
+        worker_id=row["worker_id"],
+        outcome=row["outcome"],
+        error_class=row["error_class"],
+        error=row["error"],
+        finished_at=row["finished_at"],
+    )
+
+
+def worker_from_row(row: Row) -> WorkerRecord:
+    return WorkerRecord(
+        worker_id=row["worker_id"],
+        hostname=row["hostname"],
+        pid=row["pid"],
+        queues=tuple(row["queues"]),
+        started_at=row["started_at"],
+        last_seen_at=row["last_seen_at"],
+        worker_label=row["worker_label"],
+    )
+
+
+def actor_config_from_row(row: Row) -> ActorConfig:
+    return ActorConfig(
+        actor=row["actor"],
+        queue=row["queue"],
+        metadata=load_json_object(row["metadata"]),
+        max_concurrent=row["max_concurrent"],
+        max_pending=row["max_pending"],
+        result_ttl=_timedelta(row["result_ttl"]),
+    )
+
+
+def _timedelta(value: Any) -> timedelta | None:
+    if value is None or isinstance(value, timedelta):
+        return value
+    raise TypeError(f"expected an interval as timedelta, got {type(value).__name__}")
+
+
+def check_aware(now: datetime | None) -> datetime | None:
+    """``now`` unchanged, or ``ValueError`` when it is naive (as the memory adapter)."""
+    if now is not None and now.tzinfo is None:
+        raise ValueError(f"now must be timezone-aware, got {now!r}")
+    return now
+
+
+def check_lease(lease: timedelta) -> timedelta:
+    if lease <= timedelta(0):
+        raise ValueError(f"lease must be > 0, got {lease}")
+    return lease
+
+
+__all__ = [
+    "actor_config_from_row",
+    "attempt_from_row",
+    "check_aware",
+    "check_lease",
+    "claimed_from_row",
+    "dump_json",
+    "dump_json_object",
+    "dump_optional_json",
+    "job_from_row",
+    "load_json",
+    "load_json_object",
+    "worker_from_row",
+]

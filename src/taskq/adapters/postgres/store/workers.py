@@ -1,0 +1,87 @@
+"""WorkerRegistry on Postgres: registration, the heartbeat transaction, isolate-self."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from taskq.adapters.postgres.store.base import StoreCore
+from taskq.adapters.postgres.store.finish import check_aware_field
+from taskq.adapters.postgres.store.rows import check_lease, worker_from_row
+from taskq.domain.cancel_phase import CancelPhase
+from taskq.domain.job import Lease
+from taskq.ports.store_params import (
+    Heartbeat,
+    HeartbeatReport,
+    Isolation,
+    RunningJobView,
+    WorkerInfo,
+    WorkerRecord,
+)
+
+HEARTBEAT_LOST = "HeartbeatLost"
+
+
+class WorkerOps(StoreCore):
+    async def register_worker(self, worker: WorkerInfo, *, now: datetime | None = None) -> None:
+        at = self._begin(now)
+        await self._driver.execute(
+            "register_worker",
+            now=at,
+            worker_id=worker.worker_id,
+            hostname=worker.hostname,
+            pid=worker.pid,
+            queues=list(worker.queues),
+            actors=list(worker.actors),
+            worker_label=worker.worker_label,
+            workgroup_instance=worker.workgroup_instance,
+        )
+
+    async def heartbeat(self, beat: Heartbeat) -> HeartbeatReport:
+        now = self._begin(beat.now)
+        check_lease(beat.lease)
+        rows = await self._driver.fetch(
+            "heartbeat",
+            now=now,
+            worker_id=beat.worker_id,
+            is_leader=beat.is_leader,
+            lease=beat.lease,
+        )
+        return HeartbeatReport(
+            running=tuple(
+                RunningJobView(
+                    lease=Lease(row["id"], row["fencing_token"]),
+                    cancel_phase=CancelPhase(row["cancel_phase"]),
+                    cancel_requested_at=row["cancel_requested_at"],
+                    started=row["started"],
+                )
+                for row in rows
+            )
+        )
+
+    async def deregister_worker(self, worker_id: str) -> None:
+        self._begin()
+        await self._driver.execute("deregister_worker", worker_id=worker_id)
+
+    async def isolate_worker(self, request: Isolation) -> list[int]:
+        now = self._begin(request.now)
+        check_aware_field("retry_at", request.retry_at)
+        error = f"worker {request.worker_id} lost its heartbeat and isolated itself"
+        rows = await self._driver.fetch(
+            "isolate_worker",
+            now=now,
+            worker_id=request.worker_id,
+            retryable_actors=list(request.retryable_actors),
+            retry_at=request.retry_at,
+            error=error,
+            last_error=f"{HEARTBEAT_LOST}: {error}",
+        )
+        return [row["id"] for row in rows]
+
+    async def list_workers(self) -> list[WorkerRecord]:
+        self._begin()
+        rows = await self._driver.fetch("list_workers")
+        workers = [worker_from_row(row) for row in rows]
+        return sorted(workers, key=lambda w: (w.started_at, w.worker_id))
+
+
+__all__ = ["WorkerOps"]

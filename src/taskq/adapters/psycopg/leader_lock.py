@@ -1,0 +1,150 @@
+"""The maintenance-leader lock on a psycopg connection (see ``postgres.advisory_leader``).
+
+Also home of the two helpers every dedicated psycopg connection of TaskQ uses
+(the notifier's too): :func:`connect_autocommit` and :func:`close_quietly`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeAlias
+
+import psycopg
+
+from taskq.adapters.postgres.advisory_leader import (
+    OPERATION_TIMEOUT,
+    AdvisoryLeaderLock,
+    LeaderQuery,
+)
+from taskq.adapters.postgres.dsn import dsn_location
+from taskq.adapters.postgres.schema import Schema
+from taskq.adapters.postgres.sql_loader import psycopg_queries
+from taskq.domain.errors import ConfigurationError, StoreUnavailable
+
+if TYPE_CHECKING:
+    from taskq.ports.leader_lock import LeaderLock
+
+#: psycopg's async connection type (generic only to the type checker).
+Connection: TypeAlias = "psycopg.AsyncConnection[Any]"
+
+#: Seconds to wait for a connection before reporting the database unreachable.
+CONNECT_TIMEOUT: Final = 10
+#: Seconds a graceful close may take.
+CLOSE_TIMEOUT: Final = 5.0
+#: psycopg errors that mean a dedicated connection or its statement failed.
+PSYCOPG_ERRORS: Final[tuple[type[Exception], ...]] = (psycopg.Error,)
+#: The same plus OS-level failures (refused, reset, timed out).
+CONNECTION_FAILURES: Final[tuple[type[Exception], ...]] = (*PSYCOPG_ERRORS, OSError)
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+async def connect_autocommit(dsn: str) -> Connection:
+    """Open an autocommit connection; failures become domain errors naming host and port only.
+
+    Raises ``StoreUnavailable`` when the server cannot be reached or refuses
+    us, ``ConfigurationError`` for a malformed DSN.
+    """
+    where = dsn_location(dsn)
+    try:
+        conn: Connection = await psycopg.AsyncConnection.connect(
+            dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT
+        )
+    except psycopg.ProgrammingError as exc:  # what psycopg raises for a DSN it cannot parse
+        raise ConfigurationError(f"invalid Postgres DSN for {where}: {_reason(exc)}") from exc
+    except CONNECTION_FAILURES as exc:
+        raise StoreUnavailable(f"cannot connect to Postgres at {where}: {_reason(exc)}") from exc
+    return conn
+
+
+async def close_quietly(conn: Connection) -> None:
+    """Close ``conn`` (bounded); never raises: a failed close leaves nothing to release."""
+    if conn.closed:
+        return
+    try:
+        async with asyncio.timeout(CLOSE_TIMEOUT):
+            await conn.close()
+    except CONNECTION_FAILURES:
+        pass
+
+
+async def settle(conn: Connection) -> None:
+    """Commit after a statement on a caller-owned connection that is not in autocommit.
+
+    A dedicated session must never sit idle in a transaction: that would hold
+    back vacuum, and LISTEN only takes effect (and notifications only arrive)
+    outside one.
+    """
+    if not conn.autocommit:
+        await conn.commit()
+
+
+def is_open(conn: Connection) -> bool:
+    """Whether psycopg still considers ``conn`` usable."""
+    return not conn.closed and not conn.broken
+
+
+class PsycopgLeaderLock(AdvisoryLeaderLock["Connection"]):
+    """``LeaderLock`` on a session advisory lock held by one psycopg connection.
+
+    ``conn`` is a caller-owned dedicated connection (never closed here; when
+    it is not in autocommit each lock statement is committed at once);
+    without it an autocommit connection is opened lazily from ``dsn`` (the
+    direct DSN, never a transaction-mode pooler) and owned.
+    """
+
+    driver_errors: ClassVar[tuple[type[Exception], ...]] = PSYCOPG_ERRORS
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        schema: Schema,
+        conn: Connection | None = None,
+        operation_timeout: float = OPERATION_TIMEOUT,
+    ) -> None:
+        super().__init__(schema=schema, conn=conn, operation_timeout=operation_timeout)
+        self._dsn = dsn
+        self._queries = psycopg_queries("leader", schema)
+
+    async def _open(self) -> Connection:
+        return await connect_autocommit(self._dsn)
+
+    async def _query(self, conn: Connection, name: LeaderQuery) -> bool:
+        query = self._queries[name]
+        cursor = await conn.execute(query.sql, query.args(lock_key=self.lock_key))
+        row = await cursor.fetchone()
+        await settle(conn)
+        return row is not None and bool(row[0])
+
+    async def _dispose(self, conn: Connection) -> None:
+        await close_quietly(conn)
+
+    def _is_open(self, conn: Connection) -> bool:
+        return is_open(conn)
+
+    def _server_pid(self, conn: Connection) -> int | None:
+        return conn.info.backend_pid
+
+
+if TYPE_CHECKING:
+
+    def _conforms(schema: Schema) -> LeaderLock:
+        return PsycopgLeaderLock("", schema=schema)
+
+
+__all__ = [
+    "CLOSE_TIMEOUT",
+    "CONNECTION_FAILURES",
+    "CONNECT_TIMEOUT",
+    "PSYCOPG_ERRORS",
+    "Connection",
+    "PsycopgLeaderLock",
+    "close_quietly",
+    "connect_autocommit",
+    "is_open",
+    "settle",
+]

@@ -1,0 +1,536 @@
+"""``@actor``: turn a function into an :class:`ActorRef` the worker can run.
+
+::
+
+    @actor(queue="email", retry=RetryPolicy(max_attempts=5))
+    async def send_email(payload: Email, ctx: JobContext[Email],
+                         smtp: Annotated[Smtp, Scope.PROCESS]) -> Receipt: ...
+
+The signature is checked when the decorator runs (see
+:mod:`taskq.app.actor_signature`), so a bad actor fails at import, not in the
+middle of a job. An ``ActorRef`` owns everything that depends on the actor's
+types: payload validation and JSON dumps, result dumps and loads, the job it
+enqueues, and calling the function (a plain ``def`` runs in a worker thread).
+
+A registry is a ``Mapping[str, ActorRef]`` or a list/tuple of them
+(:func:`registry_from`); :func:`load_registry` reads one from ``module:attr``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import importlib
+import inspect
+import math
+import sys
+from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
+from datetime import datetime, timedelta
+from types import MappingProxyType
+from typing import Any, Concatenate, Generic, Protocol, TypeVar, cast, overload
+
+from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic_core import PydanticSerializationError
+
+from taskq.app.actor_signature import ActorSignature, describe, inspect_actor
+from taskq.app.context import JobContext
+from taskq.app.di import DependencySpec, resolve_thread_locals
+from taskq.domain.actor_config import ActorConfig
+from taskq.domain.errors import ConfigurationError, PayloadValidationError, RegistryError
+from taskq.domain.job import DEFAULT_QUEUE, JSON, NewJob
+from taskq.domain.retry import RetryPolicy, deadline_at_enqueue
+
+P = TypeVar("P", bound=BaseModel)
+R = TypeVar("R")
+
+
+def json_copy(value: object, where: str) -> JSON:
+    """A deep copy of ``value`` made of JSON types only; ``ValueError`` naming ``where`` if not."""
+    if value is None or isinstance(value, str | bool | int):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"{where} is {value!r}, which JSON cannot hold")
+        return value
+    if isinstance(value, Mapping):
+        copied: dict[str, JSON] = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise ValueError(f"{where} has a non-string key {key!r}")
+            copied[key] = json_copy(item, f"{where}[{key!r}]")
+        return copied
+    if isinstance(value, list | tuple):
+        return [json_copy(item, f"{where}[{i}]") for i, item in enumerate(value)]
+    raise ValueError(f"{where} holds a {type(value).__name__}, which is not JSON")
+
+
+def _check_name(value: object, what: str, where: str) -> str:
+    if not isinstance(value, str) or not value or value.strip() != value:
+        raise ConfigurationError(
+            f"{where}: {what} must be a non-empty string without surrounding spaces, got {value!r}"
+        )
+    return value
+
+
+def _check_positive(value: object, what: str, where: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigurationError(f"{where}: {what} must be an int >= 1 or None, got {value!r}")
+    return value
+
+
+def _check_aware(value: datetime | None, what: str) -> datetime | None:
+    if value is not None and (value.tzinfo is None or value.utcoffset() is None):
+        raise ValueError(f"{what} must be timezone-aware, got {value!r}")
+    return value
+
+
+class ActorRef(Generic[P, R]):
+    """A registered actor: its function, options and types.
+
+    Immutable; hashed by name (equality is identity). Build one with
+    :func:`actor`. Calling it calls the undecorated function directly, which is
+    how actors are unit-tested.
+    """
+
+    name: str
+    queue: str
+    retry: RetryPolicy
+    max_concurrent: int | None
+    max_pending: int | None
+    result_ttl: timedelta | None
+    metadata: Mapping[str, JSON]
+    payload_type: type[P]
+    result_type: Any
+    is_async: bool
+    wants_context: bool
+    dependencies: Mapping[str, DependencySpec]
+    fn: Callable[..., Any]
+    _signature: ActorSignature
+    _result_adapter: TypeAdapter[Any]
+    __wrapped__: Callable[..., Any]
+    __name__: str
+    __qualname__: str
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        signature: ActorSignature,
+        name: str | None = None,
+        queue: str = DEFAULT_QUEUE,
+        retry: RetryPolicy | None = None,
+        max_concurrent: int | None = None,
+        max_pending: int | None = None,
+        result_ttl: timedelta | None = None,
+        metadata: Mapping[str, JSON] | None = None,
+    ) -> None:
+        where = f"@actor {describe(fn)}"
+        if retry is not None and not isinstance(retry, RetryPolicy):
+            raise ConfigurationError(f"{where}: retry must be a RetryPolicy, got {retry!r}")
+        if result_ttl is not None and (
+            not isinstance(result_ttl, timedelta) or result_ttl <= timedelta(0)
+        ):
+            raise ConfigurationError(
+                f"{where}: result_ttl must be a positive timedelta or None, got {result_ttl!r}"
+            )
+        try:
+            frozen_metadata = json_copy(dict(metadata or {}), "metadata")
+        except (ValueError, TypeError) as exc:
+            raise ConfigurationError(f"{where}: {exc}") from exc
+        fallback_name = repr(fn)
+        values: dict[str, Any] = {
+            "name": _check_name(name if name is not None else fn.__name__, "name", where),
+            "queue": _check_name(queue, "queue", where),
+            "retry": retry if retry is not None else RetryPolicy(),
+            "max_concurrent": _check_positive(max_concurrent, "max_concurrent", where),
+            "max_pending": _check_positive(max_pending, "max_pending", where),
+            "result_ttl": result_ttl,
+            "metadata": MappingProxyType(frozen_metadata),
+            "payload_type": signature.payload_type,
+            "result_type": signature.result_type,
+            "is_async": signature.is_async,
+            "wants_context": signature.context_param is not None,
+            "dependencies": MappingProxyType(dict(signature.dependencies)),
+            "fn": fn,
+            "_signature": signature,
+            "_result_adapter": TypeAdapter(
+                signature.result_type if signature.result_type is not None else type(None)
+            ),
+            # functools.update_wrapper would go through the frozen __setattr__.
+            "__wrapped__": fn,
+            "__name__": getattr(fn, "__name__", fallback_name),
+            "__qualname__": getattr(fn, "__qualname__", fallback_name),
+            "__module__": getattr(fn, "__module__", None),
+            "__doc__": getattr(fn, "__doc__", None),
+        }
+        for key, value in values.items():
+            object.__setattr__(self, key, value)
+
+    # -- identity ---------------------------------------------------------------------
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"ActorRef {self.name!r} is immutable")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"ActorRef {self.name!r} is immutable")
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def __repr__(self) -> str:
+        kind = "async" if self.is_async else "sync"
+        return f"<ActorRef {self.name!r} queue={self.queue!r} {kind} {describe(self.fn)}>"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the undecorated function (no validation, no DI, no thread)."""
+        return self.fn(*args, **kwargs)
+
+    # -- payloads ---------------------------------------------------------------------
+
+    def validate_payload(self, raw: Mapping[str, Any] | BaseModel) -> P:
+        """The payload model for ``raw`` (a stored JSON object, a dict, or a model).
+
+        Raises :class:`PayloadValidationError` with pydantic's message.
+        """
+        try:
+            return self.payload_type.model_validate(raw)
+        except ValidationError as exc:
+            raise PayloadValidationError(
+                f"actor {self.name!r}: payload does not validate against "
+                f"{self.payload_type.__qualname__}: {exc}"
+            ) from exc
+
+    def dump_payload(self, payload: P | Mapping[str, Any]) -> dict[str, JSON]:
+        """The JSON object stored for ``payload`` (a model instance or a dict that validates).
+
+        The dump is validated again, as the worker will read it, so a payload
+        the worker would refuse is refused here, before anything is written.
+        """
+        model = self.validate_payload(payload)
+        try:
+            dumped = model.model_dump(mode="json")
+        except PydanticSerializationError as exc:
+            raise PayloadValidationError(
+                f"actor {self.name!r}: payload cannot be dumped to JSON: {exc}"
+            ) from exc
+        self.validate_payload(dumped)
+        return dumped
+
+    # -- running ----------------------------------------------------------------------
+
+    async def run(self, payload: P, ctx: JobContext[P], deps: Mapping[str, object]) -> R:
+        """Call the function with ``(payload, ctx if wanted, **deps)``.
+
+        A plain ``def`` runs in a worker thread (``asyncio.to_thread``), so the
+        event loop never blocks; THREAD-scope dependencies are resolved in that
+        thread. ``deps`` must hold exactly the actor's dependencies.
+        """
+        declared = set(self.dependencies)
+        if set(deps) != declared:
+            raise TypeError(
+                f"actor {self.name!r} declares dependencies {sorted(declared)}, got {sorted(deps)}"
+            )
+        if self.is_async:
+            args, kwargs = self._arguments(payload, ctx, resolve_thread_locals(deps))
+            result = await self.fn(*args, **kwargs)
+        else:
+            result = await asyncio.to_thread(self._call_in_thread, payload, ctx, deps)
+            if inspect.isawaitable(result):  # a sync wrapper around an async function
+                result = await result
+        return cast(R, result)
+
+    def _call_in_thread(self, payload: P, ctx: JobContext[P], deps: Mapping[str, object]) -> Any:
+        args, kwargs = self._arguments(payload, ctx, resolve_thread_locals(deps))
+        return self.fn(*args, **kwargs)
+
+    def _arguments(
+        self, payload: P, ctx: JobContext[P], deps: Mapping[str, object]
+    ) -> tuple[list[object], dict[str, object]]:
+        args: list[object] = [payload]
+        kwargs: dict[str, object] = {}
+        for param in self._signature.plan:
+            value = ctx if param.role == "context" else deps[param.name]
+            if param.positional_only:
+                args.append(value)
+            else:
+                kwargs[param.name] = value
+        return args, kwargs
+
+    # -- results ----------------------------------------------------------------------
+
+    def dump_result(self, result: R) -> JSON:
+        """The JSON stored for ``result``; ``TypeError`` if it is not the declared type."""
+        try:
+            value = self._result_adapter.validate_python(result)
+            return self._result_adapter.dump_python(value, mode="json")
+        except (ValidationError, PydanticSerializationError) as exc:
+            raise TypeError(
+                f"actor {self.name!r} returned a {type(result).__name__} that is not a valid "
+                f"{self._result_label}: {exc}"
+            ) from exc
+
+    def load_result(self, raw: JSON) -> R:
+        """The typed result for stored JSON ``raw``; ``ValueError`` if it does not validate."""
+        try:
+            return cast(R, self._result_adapter.validate_python(raw))
+        except ValidationError as exc:
+            raise ValueError(
+                f"actor {self.name!r}: stored result is not a valid {self._result_label}: {exc}"
+            ) from exc
+
+    @property
+    def _result_label(self) -> str:
+        tp = self.result_type
+        return "None" if tp is None else getattr(tp, "__qualname__", repr(tp))
+
+    # -- persistence ------------------------------------------------------------------
+
+    def config(self) -> ActorConfig:
+        """The ``actor_config`` row this actor registers (literals seed new rows only)."""
+        return ActorConfig(
+            actor=self.name,
+            queue=self.queue,
+            metadata=copy.deepcopy(dict(self.metadata)),
+            max_concurrent=self.max_concurrent,
+            max_pending=self.max_pending,
+            result_ttl=self.result_ttl,
+        )
+
+    def new_job(
+        self,
+        payload: P | Mapping[str, Any],
+        *,
+        queue: str | None = None,
+        scheduled_at: datetime | None = None,
+        priority: int = 0,
+        schedule_to_close: datetime | None = None,
+        identity_key: str | None = None,
+        fairness_key: str | None = None,
+        idempotency_key: str | None = None,
+        metadata: Mapping[str, JSON] | None = None,
+        tags: Sequence[str] = (),
+        trace_id: str | None = None,
+        span_id: str | None = None,
+        now: datetime,
+    ) -> NewJob:
+        """The job to enqueue for ``payload`` at ``now``.
+
+        Validates and dumps the payload (``PayloadValidationError``), stores
+        ``retry.job_max_attempts``, and turns an indefinite policy's
+        ``time_budget`` into the deadline (the earlier of it and
+        ``schedule_to_close``). Bad options raise ``TypeError``/``ValueError``.
+        """
+        dumped = self.dump_payload(payload)
+        if isinstance(priority, bool) or not isinstance(priority, int):
+            raise TypeError(f"priority must be an int, got {priority!r}")
+        if isinstance(tags, str) or not all(isinstance(t, str) for t in tags):
+            raise TypeError(f"tags must be a sequence of strings, got {tags!r}")
+        if queue is not None and (not isinstance(queue, str) or not queue):
+            raise ValueError(f"queue must be a non-empty string, got {queue!r}")
+        _check_aware(now, "now")
+        deadline = deadline_at_enqueue(
+            self.retry,
+            enqueued_at=now,
+            schedule_to_close=_check_aware(schedule_to_close, "schedule_to_close"),
+        )
+        return NewJob(
+            actor=self.name,
+            queue=queue if queue is not None else self.queue,
+            payload=dumped,
+            priority=priority,
+            scheduled_at=_check_aware(scheduled_at, "scheduled_at"),
+            schedule_to_close=deadline,
+            max_attempts=self.retry.job_max_attempts,
+            identity_key=identity_key,
+            fairness_key=fairness_key,
+            idempotency_key=idempotency_key,
+            metadata=json_copy(dict(metadata or {}), "metadata"),
+            tags=tuple(tags),
+            trace_id=trace_id,
+            span_id=span_id,
+            max_pending=self.max_pending,
+        )
+
+
+class ActorDecorator(Protocol):
+    """What ``actor(...)`` with options returns."""
+
+    @overload
+    def __call__(
+        self, fn: Callable[Concatenate[P, ...], Coroutine[Any, Any, R]], /
+    ) -> ActorRef[P, R]: ...
+
+    @overload
+    def __call__(self, fn: Callable[Concatenate[P, ...], R], /) -> ActorRef[P, R]: ...
+
+
+def _caller_locals(depth: int) -> Mapping[str, Any] | None:
+    # Lets an actor defined inside a function use that function's local names
+    # in its annotations; at module level these are just the module globals.
+    try:
+        return sys._getframe(depth + 1).f_locals
+    except ValueError:
+        return None
+
+
+@overload
+def actor(fn: Callable[Concatenate[P, ...], Coroutine[Any, Any, R]], /) -> ActorRef[P, R]: ...
+
+
+@overload
+def actor(fn: Callable[Concatenate[P, ...], R], /) -> ActorRef[P, R]: ...
+
+
+@overload
+def actor(
+    fn: None = None,
+    /,
+    *,
+    name: str | None = None,
+    queue: str = DEFAULT_QUEUE,
+    retry: RetryPolicy | None = None,
+    max_concurrent: int | None = None,
+    max_pending: int | None = None,
+    result_ttl: timedelta | None = None,
+    metadata: Mapping[str, JSON] | None = None,
+) -> ActorDecorator: ...
+
+
+def actor(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    queue: str = DEFAULT_QUEUE,
+    retry: RetryPolicy | None = None,
+    max_concurrent: int | None = None,
+    max_pending: int | None = None,
+    result_ttl: timedelta | None = None,
+    metadata: Mapping[str, JSON] | None = None,
+) -> Any:
+    """Declare an actor; bare (``@actor``) or with options (``@actor(queue=...)``).
+
+    ``name`` defaults to the function's name. ``max_concurrent``,
+    ``max_pending`` and ``result_ttl`` only seed the stored ``actor_config``
+    row the first time it is created: the stored values win afterwards.
+    ``queue`` and ``metadata`` are structural and checked for drift at worker
+    start. Raises ``ActorSignatureError`` for a bad signature and
+    ``ConfigurationError`` for a bad option.
+    """
+
+    def decorate(func: Callable[..., Any], localns: Mapping[str, Any] | None) -> ActorRef[Any, Any]:
+        if isinstance(func, ActorRef):
+            raise ConfigurationError(f"{func!r} is already an actor")
+        return ActorRef(
+            func,
+            signature=inspect_actor(func, localns=localns),
+            name=name,
+            queue=queue,
+            retry=retry,
+            max_concurrent=max_concurrent,
+            max_pending=max_pending,
+            result_ttl=result_ttl,
+            metadata=metadata,
+        )
+
+    if fn is not None:
+        return decorate(fn, _caller_locals(1))
+
+    def with_options(func: Callable[..., Any]) -> ActorRef[Any, Any]:
+        return decorate(func, _caller_locals(1))
+
+    return with_options
+
+
+# -- registries -------------------------------------------------------------------------
+
+
+def _check_member(value: object, where: str) -> ActorRef[Any, Any]:
+    if not isinstance(value, ActorRef):
+        raise RegistryError(f"{where} is a {type(value).__name__}, not an ActorRef (use @actor)")
+    return value
+
+
+def registry_from(obj: object) -> dict[str, ActorRef[Any, Any]]:
+    """The ``{name: ActorRef}`` registry described by ``obj``.
+
+    ``obj`` is a ``Mapping[str, ActorRef]`` whose keys equal the actors'
+    names, or a list/tuple of ``ActorRef``. Anything else raises
+    :class:`RegistryError`: in particular a generator or iterator (it can be
+    read only once, so a second pass would silently see no actors) and a set
+    (no stable order). Duplicate names are refused too.
+    """
+    if isinstance(obj, ActorRef):
+        raise RegistryError(
+            f"the registry is a single actor ({obj.name!r}); wrap it in a list: [{obj.name}]"
+        )
+    if isinstance(obj, Mapping):
+        registry: dict[str, ActorRef[Any, Any]] = {}
+        for key, value in obj.items():
+            ref = _check_member(value, f"registry entry {key!r}")
+            if key != ref.name:
+                raise RegistryError(
+                    f"registry key {key!r} does not match the actor's name {ref.name!r}"
+                )
+            registry[key] = ref
+        return registry
+    if isinstance(obj, list | tuple):
+        registry = {}
+        for index, value in enumerate(obj):
+            ref = _check_member(value, f"registry item {index}")
+            if ref.name in registry:
+                raise RegistryError(f"two actors in the registry are named {ref.name!r}")
+            registry[ref.name] = ref
+        return registry
+    if isinstance(obj, Iterator):
+        raise RegistryError(
+            f"the registry is a one-shot {type(obj).__name__}; it would be exhausted after "
+            "one pass and leave the worker with no actors: use a list, a tuple or a Mapping"
+        )
+    if isinstance(obj, set | frozenset):
+        raise RegistryError("the registry is a set; use a list, a tuple or a Mapping")
+    raise RegistryError(
+        f"the registry must be a Mapping[str, ActorRef] or a list/tuple of ActorRef, "
+        f"got {type(obj).__name__}"
+    )
+
+
+def load_registry(spec: str) -> dict[str, ActorRef[Any, Any]]:
+    """Import ``"package.module:attr"`` (``attr`` may be dotted) and read its registry.
+
+    Every failure, including an error raised while importing the module, is
+    a :class:`RegistryError` naming ``spec``.
+    """
+    module_name, sep, attr_path = spec.partition(":")
+    if not sep or not module_name or not attr_path:
+        raise RegistryError(f"actor registry {spec!r} must look like 'package.module:attribute'")
+    try:
+        target: object = importlib.import_module(module_name)
+    except Exception as exc:
+        raise RegistryError(
+            f"actor registry {spec!r}: cannot import {module_name!r}: {exc}"
+        ) from exc
+    for part in attr_path.split("."):
+        try:
+            target = getattr(target, part)
+        except AttributeError as exc:
+            raise RegistryError(f"actor registry {spec!r}: no attribute {part!r}") from exc
+    try:
+        return registry_from(target)
+    except RegistryError as exc:
+        raise RegistryError(f"actor registry {spec!r}: {exc}") from exc
+
+
+__all__ = [
+    "ActorDecorator",
+    "ActorRef",
+    "actor",
+    "json_copy",
+    "load_registry",
+    "registry_from",
+]

@@ -1,0 +1,336 @@
+"""JobsClient: enqueue jobs from application code and follow them.
+
+Three ways to get one, by who owns the database connections:
+
+- ``async with JobsClient.connect() as client`` — TaskQ opens (and closes) its
+  own pool from ``TASKQ_*`` settings;
+- ``JobsClient.from_asyncpg_pool(pool)`` / ``from_psycopg_pool(pool)`` — your
+  pool, which TaskQ uses and never closes;
+- ``JobsClient(store)`` — any store (the memory adapter in tests).
+
+``enqueue(..., connection=conn)`` writes the job inside *your* open
+transaction (asyncpg or psycopg connection): it becomes visible, and wakes
+workers, only if you commit. Payloads are validated against the actor's model
+before anything is written (``PayloadValidationError``).
+
+Only ``taskq.app.composition`` names concrete adapters; it is imported lazily
+so that ``import taskq`` loads no database driver.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Mapping, Sequence
+from datetime import datetime
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Literal, Protocol, Self, TypeVar, cast
+
+from pydantic import BaseModel
+
+from taskq.app.actors import ActorRef
+from taskq.app.handle import JobHandle, WallClock
+from taskq.domain.errors import ConfigurationError, PayloadValidationError
+from taskq.domain.job import JSON, EnqueueResult, Job, NewJob
+from taskq.domain.settings_rules import validate_identifier
+from taskq.domain.status import JobStatus
+from taskq.ports.clock import Clock
+from taskq.ports.queue_store import JobCanceller, JobEnqueuer, JobReader
+
+if TYPE_CHECKING:
+    from taskq.app.settings import TaskQSettings
+
+P = TypeVar("P", bound=BaseModel)
+R = TypeVar("R")
+
+Driver = Literal["asyncpg", "psycopg"]
+
+
+class ClientStore(JobEnqueuer, JobReader, JobCanceller, Protocol):
+    """The store roles a client uses (any ``QueueStore`` has them)."""
+
+    async def close(self) -> None: ...
+
+
+class TransactionBinding(Protocol):
+    """A store that can enqueue on a caller's connection, inside its transaction."""
+
+    def bound_to(self, connection: Any, /) -> JobEnqueuer: ...
+
+
+class CompositionRoot(Protocol):
+    """The functions of ``taskq.app.composition`` the client calls."""
+
+    async def open_store(self, settings: TaskQSettings, /) -> ClientStore:
+        """A store on its own new pool, built from ``settings``; ``close()`` closes the pool."""
+        ...
+
+    def store_from_pool(self, pool: Any, /, *, driver: Driver, schema: str) -> ClientStore:
+        """A store on a caller-owned pool; it never closes the pool."""
+        ...
+
+
+def _composition() -> CompositionRoot:
+    from taskq.app import composition
+
+    return cast(CompositionRoot, composition)
+
+
+def _check_ref(ref: object) -> None:
+    if not isinstance(ref, ActorRef):
+        raise TypeError(
+            f"enqueue needs an ActorRef (the @actor-decorated function), got {ref!r}; "
+            "actor names are not supported because the client validates the payload "
+            "against the actor's model"
+        )
+
+
+class JobsClient:
+    """Enqueue jobs, read them, cancel them.
+
+    ``owns_store``: close the store when the client closes (``aclose`` or the
+    end of ``async with``). ``clock`` is the time an enqueue is stamped with
+    (an indefinite policy's ``time_budget`` deadline) and the time
+    ``JobHandle.wait`` polls on; give tests the store's fake clock.
+    """
+
+    def __init__(
+        self, store: ClientStore, *, owns_store: bool = False, clock: Clock | None = None
+    ) -> None:
+        self._store = store
+        self._owns_store = owns_store
+        self._clock: Clock = clock if clock is not None else WallClock()
+        self._closed = False
+
+    def __repr__(self) -> str:
+        owned = " owned" if self._owns_store else ""
+        return f"<JobsClient{owned} store={self._store!r}>"
+
+    # -- construction -----------------------------------------------------------------
+
+    @classmethod
+    def connect(
+        cls,
+        dsn: str | None = None,
+        *,
+        driver: str | None = None,
+        schema: str | None = None,
+        settings: TaskQSettings | None = None,
+        clock: Clock | None = None,
+    ) -> contextlib.AbstractAsyncContextManager[Self]:
+        """``async with JobsClient.connect() as client``: a client on its own pool.
+
+        Settings come from ``settings`` or else ``TaskQSettings.load()``
+        (environment and ``.env``); ``dsn``, ``driver`` and ``schema`` override
+        ``TASKQ_PG_DSN``, ``TASKQ_DRIVER`` and ``TASKQ_SCHEMA_NAME``, validated
+        the same way. The pool is opened on entry and closed on exit.
+        """
+        return cls._connected(dsn, driver=driver, schema=schema, settings=settings, clock=clock)
+
+    @classmethod
+    @contextlib.asynccontextmanager
+    async def _connected(
+        cls,
+        dsn: str | None,
+        *,
+        driver: str | None,
+        schema: str | None,
+        settings: TaskQSettings | None,
+        clock: Clock | None,
+    ) -> AsyncIterator[Self]:
+        from taskq.app.settings import TaskQSettings
+
+        base = settings if settings is not None else TaskQSettings.load()
+        changes = {
+            field: value
+            for field, value in (("pg_dsn", dsn), ("driver", driver), ("schema_name", schema))
+            if value is not None
+        }
+        resolved = base.with_overrides(**changes) if changes else base
+        store = await _composition().open_store(resolved)
+        async with cls(store, owns_store=True, clock=clock) as client:
+            yield client
+
+    @classmethod
+    def from_asyncpg_pool(
+        cls, pool: Any, *, schema: str = "taskq", clock: Clock | None = None
+    ) -> Self:
+        """A client on your ``asyncpg.Pool``; TaskQ never closes it."""
+        return cls._from_pool(pool, driver="asyncpg", schema=schema, clock=clock)
+
+    @classmethod
+    def from_psycopg_pool(
+        cls, pool: Any, *, schema: str = "taskq", clock: Clock | None = None
+    ) -> Self:
+        """A client on your ``psycopg_pool.AsyncConnectionPool``; TaskQ never closes it."""
+        return cls._from_pool(pool, driver="psycopg", schema=schema, clock=clock)
+
+    @classmethod
+    def _from_pool(cls, pool: Any, *, driver: Driver, schema: str, clock: Clock | None) -> Self:
+        validate_identifier(schema, what="schema")
+        store = _composition().store_from_pool(pool, driver=driver, schema=schema)
+        return cls(store, owns_store=False, clock=clock)
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    @property
+    def store(self) -> ClientStore:
+        return self._store
+
+    async def aclose(self) -> None:
+        """Close the store if this client owns it; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._owns_store:
+            await self._store.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    # -- enqueue ----------------------------------------------------------------------
+
+    async def enqueue(
+        self,
+        ref: ActorRef[P, R],
+        payload: P | Mapping[str, Any],
+        *,
+        queue: str | None = None,
+        scheduled_at: datetime | None = None,
+        priority: int = 0,
+        schedule_to_close: datetime | None = None,
+        identity_key: str | None = None,
+        fairness_key: str | None = None,
+        idempotency_key: str | None = None,
+        metadata: Mapping[str, JSON] | None = None,
+        tags: Sequence[str] = (),
+        trace_id: str | None = None,
+        span_id: str | None = None,
+        connection: Any = None,
+    ) -> JobHandle[R]:
+        """Enqueue one job of ``ref``; returns its handle.
+
+        ``scheduled_at`` in the future schedules it; ``identity_key`` /
+        ``idempotency_key`` may return an existing job (``was_existing``).
+        ``connection`` writes inside the caller's transaction. Raises
+        ``PayloadValidationError`` (nothing written), ``MaxPendingExceeded``
+        and the other ``EnqueueRefused`` errors, ``StoreUnavailable``.
+        """
+        _check_ref(ref)
+        job = ref.new_job(
+            payload,
+            queue=queue,
+            scheduled_at=scheduled_at,
+            priority=priority,
+            schedule_to_close=schedule_to_close,
+            identity_key=identity_key,
+            fairness_key=fairness_key,
+            idempotency_key=idempotency_key,
+            metadata=metadata,
+            tags=tags,
+            trace_id=trace_id,
+            span_id=span_id,
+            now=self._clock.now(),
+        )
+        result = await self._enqueuer(connection).enqueue(job)
+        return self._handle(ref, result)
+
+    async def enqueue_many(
+        self,
+        ref: ActorRef[P, R],
+        payloads: Sequence[P | Mapping[str, Any]],
+        *,
+        queue: str | None = None,
+        scheduled_at: datetime | None = None,
+        priority: int = 0,
+        schedule_to_close: datetime | None = None,
+        identity_key: str | None = None,
+        fairness_key: str | None = None,
+        idempotency_key: str | None = None,
+        metadata: Mapping[str, JSON] | None = None,
+        tags: Sequence[str] = (),
+        trace_id: str | None = None,
+        span_id: str | None = None,
+        connection: Any = None,
+    ) -> list[JobHandle[R]]:
+        """Enqueue one job per payload in one round trip, all or nothing.
+
+        Every payload is validated first (the error names its index), the
+        options apply to every job, and handles come back in input order.
+        """
+        _check_ref(ref)
+        if isinstance(payloads, Mapping | BaseModel | str):
+            raise TypeError("enqueue_many takes a sequence of payloads; use enqueue for one")
+        now = self._clock.now()
+        jobs: list[NewJob] = []
+        for index, payload in enumerate(payloads):
+            try:
+                jobs.append(
+                    ref.new_job(
+                        payload,
+                        queue=queue,
+                        scheduled_at=scheduled_at,
+                        priority=priority,
+                        schedule_to_close=schedule_to_close,
+                        identity_key=identity_key,
+                        fairness_key=fairness_key,
+                        idempotency_key=idempotency_key,
+                        metadata=metadata,
+                        tags=tags,
+                        trace_id=trace_id,
+                        span_id=span_id,
+                        now=now,
+                    )
+                )
+            except PayloadValidationError as exc:
+                raise PayloadValidationError(f"payload #{index}: {exc}") from exc
+        if not jobs:
+            return []
+        results = await self._enqueuer(connection).enqueue_many(jobs)
+        return [self._handle(ref, result) for result in results]
+
+    def _enqueuer(self, connection: Any) -> JobEnqueuer:
+        if connection is None:
+            return self._store
+        bind = getattr(self._store, "bound_to", None)
+        if not callable(bind):
+            raise ConfigurationError(
+                f"{type(self._store).__name__} cannot enqueue inside a caller's transaction "
+                "(it has no bound_to); use a Postgres-backed client for connection="
+            )
+        binding = cast(TransactionBinding, self._store)
+        return binding.bound_to(connection)
+
+    def _handle(self, ref: ActorRef[Any, R], result: EnqueueResult) -> JobHandle[R]:
+        return JobHandle(
+            store=self._store,
+            ref=ref,
+            job_id=result.job_id,
+            was_existing=result.was_existing,
+            clock=self._clock,
+        )
+
+    # -- reads and cancel -------------------------------------------------------------
+
+    def handle(self, ref: ActorRef[Any, R], job_id: int) -> JobHandle[R]:
+        """A handle for a job enqueued earlier (for example, its id kept in a database)."""
+        _check_ref(ref)
+        return JobHandle(store=self._store, ref=ref, job_id=job_id, clock=self._clock)
+
+    async def get(self, job_id: int) -> Job | None:
+        """The stored job, or ``None``."""
+        return await self._store.get(job_id)
+
+    async def cancel(self, job_id: int) -> JobStatus:
+        """Request a cancel (see ``JobHandle.cancel``); ``JobNotFound`` if there is no such job."""
+        return await self._store.request_cancel(job_id)
+
+
+__all__ = ["ClientStore", "CompositionRoot", "JobsClient", "TransactionBinding"]

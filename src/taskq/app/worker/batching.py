@@ -1,0 +1,104 @@
+"""Group commit: many consumers' writes of one kind, sent as one round trip.
+
+Per-job round trips are the throughput ceiling, so start marks and terminal
+writes go through a :class:`GroupCommit`. There is no timer: the first item
+wakes the flusher, which yields once so the consumers that finished in the
+same loop iteration can add theirs, then sends everything queued (at most
+``max_batch``). Items submitted while a flush is in flight form the next
+batch, so a busy worker batches naturally and an idle one adds no latency.
+
+Each submitter gets a future with its own item's result; a flush that
+raises fails every future of that batch with the same error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+Flush = Callable[[Sequence[T]], Awaitable[Sequence[R]]]
+
+
+class GroupCommit(Generic[T, R]):
+    """Batch ``submit``-ted items through ``flush``, which returns one result per item.
+
+    Run :meth:`run` as a task; :meth:`close` flushes what is queued and stops it.
+    """
+
+    def __init__(self, name: str, flush: Flush[T, R], *, max_batch: int = 100) -> None:
+        if max_batch < 1:
+            raise ValueError(f"max_batch must be >= 1, got {max_batch}")
+        self.name = name
+        self._flush = flush
+        self._max_batch = max_batch
+        self._queue: list[tuple[T, asyncio.Future[R]]] = []
+        self._has_items = asyncio.Event()
+        self._closing = False
+        self.flushes = 0
+
+    def __repr__(self) -> str:
+        return f"<GroupCommit {self.name} queued={len(self._queue)} flushes={self.flushes}>"
+
+    def submit(self, item: T) -> asyncio.Future[R]:
+        """Queue ``item``; the future resolves with its result once its batch is written."""
+        future: asyncio.Future[R] = asyncio.get_running_loop().create_future()
+        if self._closing:
+            future.set_exception(RuntimeError(f"{self.name} batcher is closed"))
+            return future
+        self._queue.append((item, future))
+        self._has_items.set()
+        return future
+
+    async def run(self) -> None:
+        """Flush batches until closed and empty."""
+        while True:
+            await self._has_items.wait()
+            # One yield: consumers that finished in this loop iteration join the batch.
+            await asyncio.sleep(0)
+            while self._queue:
+                await self._flush_one()
+            self._has_items.clear()
+            if self._closing:
+                return
+
+    async def close(self, runner: asyncio.Task[None] | None) -> None:
+        """Stop accepting items, let ``runner`` write what is queued, then end it."""
+        self._closing = True
+        self._has_items.set()
+        if runner is not None and not runner.done():
+            await runner
+        # Without a live runner, nobody will answer: write what is left here.
+        while self._queue:
+            await self._flush_one()
+
+    async def _flush_one(self) -> None:
+        batch, self._queue = self._queue[: self._max_batch], self._queue[self._max_batch :]
+        items = [item for item, _ in batch]
+        try:
+            results = await self._flush(items)
+        except Exception as exc:
+            for _, future in batch:
+                if not future.done():
+                    future.set_exception(exc)
+            return
+        except BaseException:
+            for _, future in batch:
+                future.cancel()
+            raise
+        finally:
+            self.flushes += 1
+        if len(results) != len(batch):
+            error = RuntimeError(
+                f"{self.name}: flush returned {len(results)} results for {len(batch)} items"
+            )
+            for _, future in batch:
+                if not future.done():
+                    future.set_exception(error)
+            return
+        for (_, future), result in zip(batch, results, strict=True):
+            if not future.done():
+                future.set_result(result)

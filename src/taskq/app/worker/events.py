@@ -1,0 +1,159 @@
+"""Structured worker logs: one event name per record, fields as data.
+
+Every record the worker emits carries ``record.event`` (a name from the
+worker guide, e.g. ``actors-on-unconsumed-queues``) and ``record.fields`` (a
+dict of JSON-able values), so tests and log pipelines match on data, not on
+message text. :func:`configure_logging` renders them per ``TASKQ_LOG_FORMAT``:
+
+- ``json``: one object per line, ``{"ts", "level", "logger", "event", ...fields}``;
+- ``console``: ``<ts> <LEVEL> <event>  key=<json>  key=<json>``, the layout the
+  guide uses in its examples.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import sys
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any, Final, TextIO
+
+LOGGER_NAME: Final = "taskq.worker"
+log = logging.getLogger(LOGGER_NAME)
+
+# -- event names (the worker guide's, plus the worker's own lifecycle) ------------------
+
+ACTORS_ON_UNCONSUMED_QUEUES: Final = "actors-on-unconsumed-queues"
+WORKER_CONSUMES_NO_QUEUES: Final = "worker-consumes-no-queues"
+DISPATCH_ACTOR_NOT_FOUND: Final = "dispatch-actor-not-found"
+ACTOR_CONFIG_CAPACITY_OVERRIDE: Final = "actor-config-capacity-override"
+ACTOR_CONFIG_DRIFT_OVERWRITE: Final = "actor-config-drift-overwrite"
+ACTOR_CONFIG_DRIFT: Final = "actor-config-drift"
+WORKER_WATCHDOG_TRIP: Final = "worker-watchdog-trip"
+WORKER_WATCHDOG_STILL_ALIVE: Final = "worker-watchdog-still-alive"
+WORKER_TASK_DUMP: Final = "worker-task-dump"
+
+WORKER_STARTED: Final = "worker-started"
+WORKER_STOPPED: Final = "worker-stopped"
+WORKER_CONFIG_ERROR: Final = "worker-config-error"
+WORKER_SIBLING_CRASHED: Final = "worker-sibling-crashed"
+WORKER_SIBLING_RETURNED: Final = "worker-sibling-returned"
+WORKER_ISOLATED: Final = "worker-isolated"
+WORKER_CLEANUP_FAILED: Final = "worker-cleanup-failed"
+
+JOB_LEASE_LOST: Final = "job-lease-lost"
+JOB_WRITE_FAILED: Final = "job-write-failed"
+JOB_CANCEL_REQUESTED: Final = "job-cancel-requested"
+JOB_CANCEL_FORCED: Final = "job-cancel-forced"
+JOB_ABANDONED: Final = "job-abandoned"
+PRODUCER_CLAIM_FAILED: Final = "producer-claim-failed"
+
+HEARTBEAT_FAILED: Final = "heartbeat-failed"
+NOTIFY_UNHEALTHY: Final = "notify-unhealthy"
+NOTIFY_START_FAILED: Final = "notify-start-failed"
+NOTIFY_RECOVERED: Final = "notify-recovered"
+
+LEADER_ELECTED: Final = "leader-elected"
+LEADER_LOST: Final = "leader-lost"
+LEADER_RELEASED: Final = "leader-released"
+LEADER_TASK_FAILED: Final = "leader-task-failed"
+LEASES_RECLAIMED: Final = "leases-reclaimed"
+DEADLINES_FAILED: Final = "deadlines-failed"
+STALE_WORKERS_REMOVED: Final = "stale-workers-removed"
+QUEUE_DEPTH: Final = "queue-depth"
+STRANDED_ACTORS: Final = "stranded-actors"
+PRUNE_COMPLETED: Final = "prune-completed"
+ARCHIVE_EXPIRY_COMPLETED: Final = "archive-expiry-completed"
+
+SHUTDOWN_SIGNAL: Final = "shutdown-signal"
+SHUTDOWN_PHASE: Final = "shutdown-phase"
+SHUTDOWN_HARD_EXIT: Final = "shutdown-hard-exit"
+UNTIL_IDLE_DRAINED: Final = "until-idle-drained"
+UNTIL_IDLE_MAX_RUNTIME: Final = "until-idle-max-runtime"
+UNTIL_IDLE_POLL_FAILED: Final = "until-idle-poll-failed"
+
+
+def emit(event: str, level: int = logging.INFO, *, exc_info: bool = False, **fields: Any) -> None:
+    """Log ``event`` with ``fields`` on the worker logger."""
+    if log.isEnabledFor(level):
+        log.log(level, event, extra={"event": event, "fields": fields}, exc_info=exc_info)
+
+
+# -- rendering -------------------------------------------------------------------------
+
+
+def _fields_of(record: logging.LogRecord) -> Mapping[str, Any]:
+    fields = getattr(record, "fields", None)
+    return fields if isinstance(fields, Mapping) else {}
+
+
+def _event_of(record: logging.LogRecord) -> str:
+    event = getattr(record, "event", None)
+    return event if isinstance(event, str) else record.getMessage()
+
+
+def _timestamp(record: logging.LogRecord) -> str:
+    return datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds")
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, default=str, ensure_ascii=False)
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per record; a worker event's fields become top-level keys."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        body: dict[str, Any] = {
+            "ts": _timestamp(record),
+            "level": record.levelname,
+            "logger": record.name,
+            "event": _event_of(record),
+        }
+        for key, value in _fields_of(record).items():
+            body.setdefault(key, value)
+        if record.exc_info:
+            body["exception"] = self.formatException(record.exc_info)
+        return _dumps(body)
+
+
+class ConsoleFormatter(logging.Formatter):
+    """``<ts> <LEVEL> <event>  key=<json> ...`` for humans at a terminal."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        parts = [f"{_timestamp(record)} {record.levelname:<8} {_event_of(record)}"]
+        parts.extend(f"{key}={_dumps(value)}" for key, value in _fields_of(record).items())
+        line = "  ".join(parts)
+        if record.exc_info:
+            line += "\n" + self.formatException(record.exc_info)
+        return line
+
+
+class _TaskQHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Marks the handler :func:`configure_logging` installed, so a second call replaces it."""
+
+
+def configure_logging(*, log_format: str, level: str, stream: TextIO | None = None) -> None:
+    """Send every log record to ``stream`` (stderr) as ``json`` or ``console``; set the level.
+
+    Configures the root logger (``TASKQ_LOG_LEVEL`` is the root level), so
+    application loggers come out in the same format. Idempotent.
+    """
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        if isinstance(handler, _TaskQHandler):
+            root.removeHandler(handler)
+    handler = _TaskQHandler(stream if stream is not None else sys.stderr)
+    handler.setFormatter(JsonFormatter() if log_format == "json" else ConsoleFormatter())
+    root.addHandler(handler)
+    root.setLevel(level)
+
+
+def flush_logs() -> None:
+    """Flush every root handler (before a hard exit, which skips interpreter cleanup)."""
+    for handler in logging.getLogger().handlers:
+        # A broken stream must not block the exit.
+        with contextlib.suppress(Exception):
+            handler.flush()

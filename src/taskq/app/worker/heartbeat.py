@@ -1,0 +1,211 @@
+"""The heartbeat loop: liveness, lease extension, cancel phases, isolate-self.
+
+Every ``heartbeat_interval`` one ``store.heartbeat`` call (one transaction)
+records the worker as alive, extends the lease of every running job it owns,
+pings the leader row when this worker leads, and reports those jobs with
+their persisted cancel phase. The :class:`~taskq.domain.cancel.CancelController`
+turns the phases into actions, carried out here:
+
+- ``SetCancelEvent`` → the job's ``ctx.cancel_event`` (cooperative cancel);
+- ``PersistForced`` → ``store.escalate_cancel``; ``CancelTask`` → ``task.cancel()``;
+- ``QueueAbandon`` → after the heartbeat call, ``finish(status=abandoned)``
+  (the post-transaction step: the abandon write must not hold up the beat).
+
+A job this worker is running that the heartbeat no longer reports was
+reclaimed by someone else: it is logged (``job-lease-lost``) and asked to stop.
+
+After more than ``max_heartbeat_failures`` consecutive failures the worker
+isolates itself: ``store.isolate_worker`` hands its jobs back (retryable
+actors) or marks them crashed, local tasks are cancelled, and the shutdown
+event is set, so the process exits with code 1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import timedelta
+from typing import Final
+
+from taskq.app.worker import events
+from taskq.app.worker.exit_codes import ExitCode
+from taskq.app.worker.state import ActiveJob, WorkerState
+from taskq.app.worker.waiting import wait_event, with_timeout
+from taskq.domain.cancel import CancelTask, PersistForced, QueueAbandon, SetCancelEvent
+from taskq.domain.errors import LeaseLost, TaskQError
+from taskq.domain.status import JobStatus
+from taskq.ports.store_params import Finish, Heartbeat, HeartbeatReport, Isolation
+
+#: When jobs handed back by isolate-self may run again.
+ISOLATE_RETRY_DELAY: Final = timedelta(seconds=5)
+_ABANDON_MESSAGE: Final = (
+    "still running cleanup_grace_period after its task was cancelled; abandoned"
+)
+
+
+async def run_heartbeat(state: WorkerState) -> None:
+    """Beat every heartbeat_interval until the shutdown event (or isolate-self)."""
+    interval = state.settings.heartbeat_interval
+    failures = 0
+    while not await wait_event(state.clock, interval, state.shutdown_event):
+        state.liveness.tick("heartbeat", interval)
+        if await beat(state):
+            failures = 0
+            continue
+        failures += 1
+        events.emit(
+            events.HEARTBEAT_FAILED,
+            logging.WARNING,
+            consecutive_failures=failures,
+            max_heartbeat_failures=state.settings.max_heartbeat_failures,
+        )
+        if failures > state.settings.max_heartbeat_failures:
+            await isolate_self(state, failures)
+            break
+    state.liveness.forget("heartbeat")
+
+
+async def beat(state: WorkerState) -> bool:
+    """One heartbeat and its cancel-phase work; False when the heartbeat call failed."""
+    watched = {a.job.id: a for a in state.active}
+    try:
+        report = await with_timeout(
+            state.clock,
+            state.settings.heartbeat_command_timeout,
+            state.store.heartbeat(
+                Heartbeat(worker_id=state.worker_id, lease=state.lease, is_leader=state.is_leader)
+            ),
+        )
+    except (TaskQError, TimeoutError, OSError) as exc:
+        events.emit(events.HEARTBEAT_FAILED, logging.DEBUG, error=str(exc) or type(exc).__name__)
+        return False
+    await _extend_reservations(state)
+    abandons = await _apply_cancel_phases(state, report)
+    _flag_lost_leases(state, report, watched)
+    for active in abandons:
+        await _abandon(state, active)
+    return True
+
+
+async def _extend_reservations(state: WorkerState) -> None:
+    limiter = state.ports.rate_limiter
+    if limiter is None:
+        return
+    try:
+        await limiter.extend(state.worker_id, lease=state.lease)
+    except Exception as exc:
+        # Not a heartbeat failure: the jobs' leases were extended.
+        events.emit(events.HEARTBEAT_FAILED, logging.WARNING, part="reservations", error=str(exc))
+
+
+async def _apply_cancel_phases(state: WorkerState, report: HeartbeatReport) -> list[ActiveJob]:
+    observed = {view.lease.job_id: view.cancel_phase for view in report.running}
+    controller, actions = state.cancel_controller.tick(
+        observed, state.clock.monotonic(), running=state.active.ids()
+    )
+    state.cancel_controller = controller
+    abandons: list[ActiveJob] = []
+    for job_id, action in actions:
+        active = state.active.get(job_id)
+        if active is None:
+            continue
+        if isinstance(action, SetCancelEvent):
+            active.request_cancel("request")
+            events.emit(events.JOB_CANCEL_REQUESTED, job_id=job_id, actor=active.job.actor)
+        elif isinstance(action, PersistForced):
+            try:
+                await state.store.escalate_cancel(active.job.lease)
+            except TaskQError as exc:
+                events.emit(
+                    events.JOB_WRITE_FAILED,
+                    logging.WARNING,
+                    job_id=job_id,
+                    write="escalate",
+                    error=str(exc),
+                )
+        elif isinstance(action, CancelTask):
+            active.force_cancel("request")
+            events.emit(events.JOB_CANCEL_FORCED, logging.WARNING, job_id=job_id)
+        elif isinstance(action, QueueAbandon):
+            active.abandon_queued = True
+            abandons.append(active)
+    return abandons
+
+
+def _flag_lost_leases(
+    state: WorkerState, report: HeartbeatReport, watched: dict[int, ActiveJob]
+) -> None:
+    # Only jobs already running before the beat: a job claimed during it is
+    # missing from the report for no bad reason.
+    owned = {view.lease for view in report.running}
+    for job_id, active in watched.items():
+        if (
+            active.job.lease in owned
+            or job_id not in state.active
+            or active.finishing
+            or active.abandon_queued
+            or active.cancel_reason == "lease_lost"
+        ):
+            continue
+        events.emit(
+            events.JOB_LEASE_LOST,
+            logging.WARNING,
+            job_id=job_id,
+            fencing_token=active.job.fencing_token,
+            write="heartbeat",
+        )
+        active.request_cancel("lease_lost")
+
+
+async def _abandon(state: WorkerState, active: ActiveJob) -> None:
+    job = active.job
+    try:
+        await asyncio.shield(
+            state.store.finish(
+                Finish(lease=job.lease, status=JobStatus.ABANDONED, error=_ABANDON_MESSAGE)
+            )
+        )
+    except LeaseLost:
+        return  # it finished (or was reclaimed) meanwhile: nothing to abandon
+    except TaskQError as exc:
+        events.emit(
+            events.JOB_WRITE_FAILED, logging.ERROR, job_id=job.id, write="abandon", error=str(exc)
+        )
+        return
+    events.emit(events.JOB_ABANDONED, logging.ERROR, job_id=job.id, actor=job.actor)
+
+
+async def isolate_self(state: WorkerState, failures: int) -> None:
+    """Hand this worker's jobs back, stop its tasks, and shut the worker down."""
+    retryable = sorted(
+        name for name, ref in state.registry.items() if ref.retry.kind != "non_retryable"
+    )
+    affected: list[int] | None
+    try:
+        affected = await with_timeout(
+            state.clock,
+            state.settings.heartbeat_command_timeout,
+            state.store.isolate_worker(
+                Isolation(
+                    worker_id=state.worker_id,
+                    retryable_actors=retryable,
+                    retry_at=state.clock.now() + ISOLATE_RETRY_DELAY,
+                )
+            ),
+        )
+    except (TaskQError, TimeoutError, OSError):
+        affected = None  # the leader's sweep reclaims them when their leases expire
+    events.emit(
+        events.WORKER_ISOLATED,
+        logging.ERROR,
+        consecutive_failures=failures,
+        jobs=affected,
+        note="jobs were handed back"
+        if affected is not None
+        else "isolate write failed; the leader's sweep reclaims the jobs when their leases expire",
+    )
+    state.producer_stop.set()
+    for active in state.active:
+        active.force_cancel("lease_lost")
+    state.set_exit_code(ExitCode.ERROR)
+    state.shutdown_event.set()

@@ -1,0 +1,272 @@
+"""The maintenance leader: election, then the leader's sub-loops while it holds the lock.
+
+Every ``heartbeat_interval`` a non-leader tries ``LeaderLock.try_acquire``.
+The winner runs, until it loses the lock, the shutdown releases it, or the
+worker stops::
+
+    probe            every 5 s    LeaderLock.probe(); False → lost, lock released
+    promote          every 1 s    scheduled → pending, then one wake-up publish
+    sweep            every 30 s   reclaim_expired, fail_past_deadline,
+                                  cleanup_stale_workers, expire_results,
+                                  rate limiter sweep_expired
+    queue-depth      every 15 s   queue_depths() sample
+    stranded         every 60 s   stranded_actors() → warning
+    prune            daily        TASKQ_PRUNE_SCHEDULE_UTC (or _CRON_EXPR)
+    archive-expiry   daily        TASKQ_ARCHIVE_EXPIRY_SCHEDULE_UTC (or _CRON_EXPR)
+
+Interval loops run once at election (a new leader sweeps what the previous
+one left), then at their cadence. A failing step is logged
+(``leader-task-failed``) and retried next time; it never ends leadership.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from typing import Final
+
+from taskq.app.worker import events
+from taskq.app.worker.schedule import Schedule, daily_schedule
+from taskq.app.worker.state import WorkerState
+from taskq.app.worker.waiting import wait_event
+from taskq.domain.errors import TaskQError
+from taskq.domain.status import TERMINAL
+from taskq.ports.store_params import PrunePolicy
+
+PROBE_INTERVAL: Final = 5.0
+PROMOTE_INTERVAL: Final = 1.0
+SWEEP_INTERVAL: Final = 30.0
+QUEUE_DEPTH_INTERVAL: Final = 15.0
+STRANDED_INTERVAL: Final = 60.0
+
+Step = Callable[[WorkerState], Awaitable[None]]
+
+
+async def run_leader(state: WorkerState) -> None:
+    """Compete for leadership until the shutdown event."""
+    lock = state.ports.leader_lock
+    interval = state.settings.heartbeat_interval
+    try:
+        while not state.shutdown_event.is_set():
+            if state.leader_release.is_set():
+                # The shutdown released the lock: never lead again in this process.
+                state.liveness.forget("leader.election")
+                await state.shutdown_event.wait()
+                break
+            state.liveness.tick("leader.election", interval)
+            if await _try_acquire(state):
+                await _lead(state)
+            await wait_event(state.clock, interval, state.shutdown_event, state.leader_release)
+    finally:
+        state.is_leader = False
+        state.liveness.forget("leader.election")
+        if lock.held:
+            await _release(state)
+
+
+async def _try_acquire(state: WorkerState) -> bool:
+    try:
+        return await state.ports.leader_lock.try_acquire()
+    except TaskQError as exc:
+        events.emit(events.LEADER_TASK_FAILED, logging.WARNING, task="election", error=str(exc))
+        return False
+
+
+async def _release(state: WorkerState) -> None:
+    try:
+        await state.ports.leader_lock.release()
+    except TaskQError as exc:
+        events.emit(events.LEADER_TASK_FAILED, logging.WARNING, task="release", error=str(exc))
+
+
+async def _lead(state: WorkerState) -> None:
+    state.is_leader = True
+    events.emit(events.LEADER_ELECTED, worker_id=state.worker_id)
+    settings = state.settings
+    lost = asyncio.Event()
+    loops = {
+        "leader.probe": _probe_loop(state, lost),
+        "leader.promote": _every(state, "leader.promote", PROMOTE_INTERVAL, promote),
+        "leader.sweep": _every(state, "leader.sweep", SWEEP_INTERVAL, sweep),
+        "leader.queue_depth": _every(
+            state, "leader.queue_depth", QUEUE_DEPTH_INTERVAL, sample_queue_depth
+        ),
+        "leader.stranded": _every(state, "leader.stranded", STRANDED_INTERVAL, stranded),
+        "leader.prune": _daily(
+            state,
+            "prune",
+            daily_schedule(settings.prune_cron_expr, settings.prune_schedule_utc),
+            prune,
+        ),
+        "leader.archive_expiry": _daily(
+            state,
+            "archive_expiry",
+            daily_schedule(settings.archive_expiry_cron_expr, settings.archive_expiry_schedule_utc),
+            expire_archive,
+        ),
+    }
+    tasks = [asyncio.create_task(loop, name=f"taskq-{name}") for name, loop in loops.items()]
+    try:
+        await wait_event(state.clock, None, state.shutdown_event, state.leader_release, lost)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        state.is_leader = False
+        for name in loops:
+            state.liveness.forget(name)
+    if lost.is_set():
+        events.emit(events.LEADER_LOST, logging.WARNING, worker_id=state.worker_id)
+    await _release(state)
+    if state.leader_release.is_set():
+        events.emit(events.LEADER_RELEASED, worker_id=state.worker_id)
+
+
+async def _probe_loop(state: WorkerState, lost: asyncio.Event) -> None:
+    while True:
+        await state.clock.sleep(PROBE_INTERVAL)
+        state.liveness.tick("leader.probe", PROBE_INTERVAL)
+        try:
+            held = await state.ports.leader_lock.probe()
+        except TaskQError:
+            held = False
+        if not held:
+            lost.set()
+            return
+
+
+async def _every(state: WorkerState, name: str, period: float, step: Step) -> None:
+    while True:
+        state.liveness.tick(name, period)
+        await _run_step(state, name, step)
+        await state.clock.sleep(period)
+
+
+async def _daily(state: WorkerState, name: str, schedule: Schedule, step: Step) -> None:
+    while True:
+        now = state.clock.now()
+        await state.clock.sleep((schedule.next_after(now) - now).total_seconds())
+        await _run_step(state, name, step)
+
+
+async def _run_step(state: WorkerState, name: str, step: Step) -> None:
+    try:
+        await step(state)
+    except Exception as exc:
+        events.emit(
+            events.LEADER_TASK_FAILED,
+            logging.ERROR,
+            exc_info=not isinstance(exc, TaskQError),
+            task=name,
+            error=str(exc),
+        )
+
+
+# -- the steps -------------------------------------------------------------------------
+
+
+async def _publish_wake(state: WorkerState) -> None:
+    state.wake.set()  # this worker's own producer, even without a notifier
+    notifier = state.ports.notifier
+    if notifier is not None and state.settings.notify_enabled:
+        await notifier.publish("")
+
+
+async def promote(state: WorkerState) -> None:
+    """Scheduled jobs that are due become pending; one wake-up when any did."""
+    if await state.store.promote_scheduled():
+        await _publish_wake(state)
+
+
+async def sweep(state: WorkerState) -> None:
+    """The 30 s sweeps, each on its own so one failure does not skip the others."""
+    store = state.store
+    failures: list[str] = []
+
+    async def attempt(name: str, work: Callable[[], Awaitable[None]]) -> None:
+        try:
+            await work()
+        except Exception as exc:
+            failures.append(f"{name}: {exc}")
+            events.emit(
+                events.LEADER_TASK_FAILED,
+                logging.ERROR,
+                exc_info=not isinstance(exc, TaskQError),
+                task=f"sweep.{name}",
+                error=str(exc),
+            )
+
+    async def reclaim() -> None:
+        report = await store.reclaim_expired()
+        if report.repended or report.crashed:
+            events.emit(
+                events.LEASES_RECLAIMED,
+                logging.WARNING,
+                repended=list(report.repended),
+                crashed=list(report.crashed),
+            )
+        if report.repended:
+            await _publish_wake(state)
+
+    async def deadlines() -> None:
+        failed = await store.fail_past_deadline()
+        if failed:
+            events.emit(events.DEADLINES_FAILED, logging.WARNING, job_ids=failed)
+
+    async def stale_workers() -> None:
+        stale_after = timedelta(seconds=2 * state.settings.lock_lease)
+        removed = await store.cleanup_stale_workers(stale_after=stale_after)
+        if removed:
+            events.emit(events.STALE_WORKERS_REMOVED, worker_ids=removed)
+
+    async def results() -> None:
+        await store.expire_results()
+
+    async def reservations() -> None:
+        if state.ports.rate_limiter is not None:
+            await state.ports.rate_limiter.sweep_expired()
+
+    await attempt("reclaim_expired", reclaim)
+    await attempt("fail_past_deadline", deadlines)
+    await attempt("cleanup_stale_workers", stale_workers)
+    await attempt("expire_results", results)
+    await attempt("rate_limiter", reservations)
+
+
+async def sample_queue_depth(state: WorkerState) -> None:
+    depths = await state.store.queue_depths()
+    by_queue: dict[str, dict[str, int]] = {}
+    for depth in depths:
+        by_queue.setdefault(depth.queue, {})[depth.status.value] = depth.count
+    events.emit(events.QUEUE_DEPTH, logging.DEBUG, queues=by_queue)
+
+
+async def stranded(state: WorkerState) -> None:
+    actors = await state.store.stranded_actors()
+    if actors:
+        events.emit(
+            events.STRANDED_ACTORS,
+            logging.WARNING,
+            actors=actors,
+            note="pending or scheduled jobs exist for actors no worker has registered "
+            "(no actor_config row); they will never run until an actor with that name is deployed",
+        )
+
+
+async def prune(state: WorkerState) -> None:
+    settings = state.settings
+    archived = await state.store.prune(
+        PrunePolicy(
+            retention={status: settings.prune_retention_for(status.value) for status in TERMINAL},
+            archive_retention=settings.archive_retention_period,
+            batch_size=settings.prune_batch_size,
+        )
+    )
+    events.emit(events.PRUNE_COMPLETED, archived=archived)
+
+
+async def expire_archive(state: WorkerState) -> None:
+    deleted = await state.store.expire_archive()
+    events.emit(events.ARCHIVE_EXPIRY_COMPLETED, deleted=deleted)

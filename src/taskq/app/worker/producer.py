@@ -1,0 +1,83 @@
+"""The producer: claims due jobs in batches and feeds the local queue.
+
+Each round claims at most as many jobs as the local queue has free slots
+(its size is ``max_concurrency``), only on this worker's queues and only for
+actors it has registered. A full batch means more work is probably waiting,
+so it claims again at once; when the queue is full it waits for a consumer
+to free a slot. Otherwise it sleeps until a wake-up (NOTIFY via the
+listener, or the leader's promotion of scheduled jobs) or the poll interval
+(``notify_poll_interval`` with NOTIFY on, else ``poll_interval``).
+
+While claiming it holds ``state.claim_lock``, so the shutdown's drain never
+runs between a claim and the queueing of what it returned.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from taskq.app.worker import events
+from taskq.app.worker.state import WorkerState
+from taskq.app.worker.waiting import wait_event
+from taskq.domain.errors import TaskQError
+from taskq.ports.store_params import ClaimRequest
+
+
+async def run_producer(state: WorkerState) -> None:
+    """Claim until the producer is stopped, then wait for the shutdown event."""
+    settings = state.settings
+    poll = settings.effective_poll_interval
+    actors = sorted(state.registry)
+    queue = state.local_queue
+    stops = (state.producer_stop, state.shutdown_event)
+    while not (state.producer_stop.is_set() or state.shutdown_event.is_set()):
+        state.liveness.tick("producer", poll)
+        free = queue.maxsize - queue.qsize()
+        if free <= 0:
+            # Nothing is free at this instant, so an earlier slot_freed is stale.
+            state.slot_freed.clear()
+            full = True
+        else:
+            # Cleared before the claim: a wake-up arriving during it runs another round.
+            state.wake.clear()
+            state.slot_freed.clear()
+            claimed = await _claim(state, actors, free)
+            if claimed is None:
+                await wait_event(state.clock, poll, *stops)
+                continue
+            full = claimed == free
+            if full and queue.qsize() < queue.maxsize:
+                continue  # a full batch, and consumers made room meanwhile: claim again
+        if full:
+            # More work is probably waiting: claim as soon as a consumer frees a slot.
+            await wait_event(state.clock, poll, *stops, state.slot_freed)
+        else:
+            await wait_event(state.clock, poll, *stops, state.wake)
+    state.liveness.forget("producer")
+    await state.shutdown_event.wait()
+
+
+async def _claim(state: WorkerState, actors: list[str], limit: int) -> int | None:
+    """One claim into the local queue; the number claimed, None when the store failed."""
+    if not state.queues or not actors:
+        return 0
+    async with state.claim_lock:
+        if state.producer_stop.is_set():
+            return 0
+        try:
+            jobs = await state.store.claim(
+                ClaimRequest(
+                    worker_id=state.worker_id,
+                    queues=state.queues,
+                    actors=actors,
+                    limit=limit,
+                    lease=state.lease,
+                )
+            )
+        except TaskQError as exc:
+            events.emit(events.PRODUCER_CLAIM_FAILED, logging.WARNING, error=str(exc))
+            return None
+        for job in jobs:
+            # Never blocks: only the producer puts, and it asked for no more than the free slots.
+            state.local_queue.put_nowait(job)
+    return len(jobs)

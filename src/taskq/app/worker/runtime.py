@@ -1,0 +1,319 @@
+"""One worker: bootstrap, one TaskGroup of long-lived siblings, teardown.
+
+Siblings (all observe ``state.shutdown_event``)::
+
+    heartbeat     leases, cancel phases, isolate-self
+    listener      NOTIFY wake-ups, notifier health checks
+    leader        election and the maintenance sub-loops
+    producer      claims into the local queue
+    consumer-N    max_concurrency of them: run jobs
+    shutdown      the shutdown orchestrator (signals → phases)
+    until_idle    only with until-idle: the drain monitor
+
+Sibling contract (``taskq.domain.watchdog.judge_sibling_exit``): a sibling
+that returns while no shutdown is in progress is a bug, so the shutdown
+event is set and ``RuntimeError`` raised; one that raises sets the shutdown
+event too. Either way the TaskGroup unwinds and the worker exits 1.
+
+Outside the group: the start-mark and completion batchers (they outlive the
+consumers so a last write is never dropped) and the shutdown watchdog.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import random
+import uuid
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import AsyncExitStack
+from typing import Any
+
+from taskq.app.settings import WorkerSettings
+from taskq.app.worker import events, startup
+from taskq.app.worker.batching import GroupCommit
+from taskq.app.worker.consumer import Completer, Dispatcher, Starter
+from taskq.app.worker.exit_codes import ExitCode
+from taskq.app.worker.heartbeat import run_heartbeat
+from taskq.app.worker.leader import run_leader
+from taskq.app.worker.listener import run_listener
+from taskq.app.worker.ports import WorkerPorts
+from taskq.app.worker.producer import run_producer
+from taskq.app.worker.protocols import ActorLike, ActorScopes, DependenciesLike
+from taskq.app.worker.shutdown import HardExitHook, ShutdownOrchestrator
+from taskq.app.worker.state import WorkerState
+from taskq.app.worker.until_idle import run_until_idle
+from taskq.app.worker.watchdog import (
+    LoopLagMonitor,
+    ShutdownWatchdog,
+    exit_on_trip,
+    report_trip,
+)
+from taskq.domain.errors import ActorConfigDriftList, ConfigurationError
+from taskq.domain.job import Lease
+from taskq.domain.shutdown import SetShutdownEvent
+from taskq.domain.watchdog import CountSiblingCrash, RaiseSiblingReturned, Trip, judge_sibling_exit
+from taskq.ports.queue_store import JobClaimer, JobFinisher
+from taskq.ports.store_params import Finish
+
+#: Most writes one start-mark or completion round trip carries.
+MAX_WRITE_BATCH = 100
+
+
+def new_worker_id() -> str:
+    return str(uuid.uuid4())
+
+
+def _hard_exit(code: int) -> None:
+    os._exit(code)
+
+
+class Worker:
+    """A worker on ``ports`` with ``registry``; :meth:`run` returns the exit code.
+
+    ``request_shutdown`` is what SIGTERM does (call it on the loop). With
+    ``hard_trip=False`` a watchdog trip ends :meth:`run` with exit code 2
+    instead of ``os._exit(2)`` (for runs on a fake clock, where a "hang" is
+    the test's doing). ``loop_lag`` starts the real-time loop-lag thread.
+    """
+
+    def __init__(
+        self,
+        settings: WorkerSettings,
+        registry: Mapping[str, ActorLike],
+        ports: WorkerPorts,
+        *,
+        dependencies: DependenciesLike | None = None,
+        until_idle: bool = False,
+        idle_max_runtime: float | None = None,
+        force_update_actor_config: bool | None = None,
+        worker_id: str | None = None,
+        rng: random.Random | None = None,
+        hard_trip: bool = True,
+        loop_lag: bool = False,
+        hard_exit: HardExitHook | None = None,
+    ) -> None:
+        self.settings = settings
+        self.state = WorkerState(
+            settings=settings,
+            ports=ports,
+            registry=dict(registry),
+            worker_id=worker_id or new_worker_id(),
+            rng=rng or random.Random(),
+        )
+        self.orchestrator = ShutdownOrchestrator(self.state, hard_exit=hard_exit or _hard_exit)
+        self.dependencies = dependencies
+        self.until_idle = until_idle
+        self.idle_max_runtime = (
+            idle_max_runtime if idle_max_runtime is not None else settings.idle_max_runtime
+        )
+        self.force = (
+            settings.force_update_actor_config
+            if force_update_actor_config is None
+            else force_update_actor_config
+        )
+        self.hard_trip = hard_trip
+        self.loop_lag = loop_lag
+        #: Why the worker refused to start (printed by the CLI), else None.
+        self.problem: str | None = None
+        self._siblings: dict[str, asyncio.Task[None]] = {}
+        self._run_task: asyncio.Task[Any] | None = None
+        self._tripped: Trip | None = None
+
+    def __repr__(self) -> str:
+        return f"<Worker {self.state.worker_id} {self.orchestrator.phase.name}>"
+
+    @property
+    def worker_id(self) -> str:
+        return self.state.worker_id
+
+    def request_shutdown(self, reason: str = "SIGTERM") -> None:
+        """Start (or, called again, escalate) the graceful shutdown, as SIGTERM would."""
+        self.orchestrator.request(reason)
+
+    def alive_siblings(self) -> list[str]:
+        return sorted(name for name, task in self._siblings.items() if not task.done())
+
+    # -- run -----------------------------------------------------------------------------
+
+    async def run(self) -> int:
+        """Bootstrap, run until shut down, tear down; returns the process exit code."""
+        self._run_task = asyncio.current_task()
+        dependencies = self.dependencies if self.dependencies is not None else _no_dependencies()
+        try:
+            dependencies.validate(self.state.registry)
+            await startup.start(self.state, force=self.force)
+        except (ConfigurationError, ActorConfigDriftList) as exc:
+            return self._refuse(exc)
+        try:
+            async with AsyncExitStack() as stack:
+                scopes = await stack.enter_async_context(dependencies.open_worker_scopes())
+                await self._run_group(scopes)
+        except asyncio.CancelledError:
+            if self._tripped is None:
+                raise
+            # Our own cancel (a soft watchdog trip): consume it and report the trip's code.
+            if self._run_task is not None:
+                self._run_task.uncancel()
+            self.state.set_exit_code(self._tripped.exit_code)
+        except ConfigurationError as exc:
+            self._refuse(exc)
+        except Exception:
+            # A sibling crash (already logged by its guard) or a failing scope teardown.
+            events.emit(events.WORKER_SIBLING_CRASHED, logging.ERROR, exc_info=True, loop="worker")
+            self.state.set_exit_code(ExitCode.ERROR)
+        finally:
+            await startup.deregister(self.state)
+        code = self.state.exit_code if self.state.exit_code is not None else int(ExitCode.OK)
+        events.emit(events.WORKER_STOPPED, worker_id=self.worker_id, exit_code=code)
+        return code
+
+    def _refuse(self, exc: Exception) -> int:
+        self.problem = str(exc)
+        events.emit(events.WORKER_CONFIG_ERROR, logging.ERROR, error=self.problem)
+        self.state.set_exit_code(ExitCode.ERROR)
+        return int(ExitCode.ERROR)
+
+    async def _run_group(self, scopes: ActorScopes) -> None:
+        state = self.state
+        store = state.store
+        starter: Starter = GroupCommit(
+            "start-marks", _start_flush(store), max_batch=MAX_WRITE_BATCH
+        )
+        completer: Completer = GroupCommit(
+            "completions", _finish_flush(store), max_batch=MAX_WRITE_BATCH
+        )
+        dispatcher = Dispatcher(state, scopes, starter=starter, completer=completer)
+        helpers = [
+            asyncio.create_task(starter.run(), name="taskq-start-marks"),
+            asyncio.create_task(completer.run(), name="taskq-completions"),
+        ]
+        watchdog, lag = self._start_watchdog()
+        try:
+            async with asyncio.TaskGroup() as group:
+                for name, body in self._sibling_bodies(dispatcher):
+                    self._siblings[name] = group.create_task(
+                        self._guard(name, body), name=f"taskq-{name}"
+                    )
+        finally:
+            await starter.close(helpers[0])
+            await completer.close(helpers[1])
+            if lag is not None:
+                lag.stop()
+            if watchdog is not None:
+                watchdog.cancel()
+                await asyncio.gather(watchdog, return_exceptions=True)
+
+    def _sibling_bodies(
+        self, dispatcher: Dispatcher
+    ) -> Sequence[tuple[str, Callable[[], Awaitable[None]]]]:
+        state = self.state
+        bodies: list[tuple[str, Callable[[], Awaitable[None]]]] = [
+            ("shutdown", self.orchestrator.run),
+            ("heartbeat", lambda: run_heartbeat(state)),
+            ("listener", lambda: run_listener(state)),
+            ("leader", lambda: run_leader(state)),
+            ("producer", lambda: run_producer(state)),
+        ]
+        bodies += [
+            (f"consumer-{i}", dispatcher.run_consumer) for i in range(self.settings.max_concurrency)
+        ]
+        if self.until_idle:
+            max_runtime = self.idle_max_runtime
+            bodies.append(
+                (
+                    "until_idle",
+                    lambda: run_until_idle(
+                        state, max_runtime=max_runtime, request_shutdown=self.request_shutdown
+                    ),
+                )
+            )
+        return bodies
+
+    async def _guard(self, name: str, body: Callable[[], Awaitable[None]]) -> None:
+        """Run one sibling under the sibling contract."""
+        state = self.state
+        try:
+            await body()
+        except Exception:
+            verdict = judge_sibling_exit(
+                name, raised=True, shutdown_in_progress=state.shutdown_in_progress
+            )
+            for action in verdict.actions:
+                if isinstance(action, SetShutdownEvent):
+                    state.shutdown_event.set()
+                elif isinstance(action, CountSiblingCrash):
+                    state.sibling_crashes[action.loop] += 1
+            events.emit(events.WORKER_SIBLING_CRASHED, logging.ERROR, exc_info=True, loop=name)
+            state.set_exit_code(ExitCode.ERROR)
+            raise
+        verdict = judge_sibling_exit(
+            name, raised=False, shutdown_in_progress=state.shutdown_in_progress
+        )
+        for action in verdict.actions:
+            if isinstance(action, SetShutdownEvent):
+                state.shutdown_event.set()
+            elif isinstance(action, RaiseSiblingReturned):
+                events.emit(
+                    events.WORKER_SIBLING_RETURNED,
+                    logging.CRITICAL,
+                    loop=name,
+                    detector=verdict.detector.value if verdict.detector else None,
+                )
+                state.set_exit_code(ExitCode.ERROR)
+                raise action.error()
+
+    # -- watchdog ------------------------------------------------------------------------
+
+    def _start_watchdog(self) -> tuple[asyncio.Task[None] | None, LoopLagMonitor | None]:
+        settings = self.settings.watchdog
+        if not settings.enabled:
+            return None, None
+        watchdog = ShutdownWatchdog(
+            self.state,
+            settings=settings,
+            termination_grace_period=self.settings.termination_grace_period,
+            siblings=self.alive_siblings,
+            on_trip=self._on_trip,
+        )
+        task = asyncio.create_task(watchdog.run(), name="taskq-watchdog")
+        lag = None
+        if self.loop_lag:
+            lag = LoopLagMonitor(asyncio.get_running_loop(), self.state, settings)
+            lag.start()
+        return task, lag
+
+    def _on_trip(self, trip: Trip) -> None:
+        if self.hard_trip:
+            exit_on_trip(trip)
+            return
+        report_trip(trip)
+        self._tripped = trip
+        if self._run_task is not None:
+            self._run_task.cancel()
+
+
+def _start_flush(store: JobClaimer) -> Callable[[Sequence[Lease]], Awaitable[Sequence[bool]]]:
+    async def flush(leases: Sequence[Lease]) -> Sequence[bool]:
+        lost = set(await store.mark_started(leases))
+        return [lease in lost for lease in leases]
+
+    return flush
+
+
+def _finish_flush(
+    store: JobFinisher,
+) -> Callable[[Sequence[Finish]], Awaitable[Sequence[bool]]]:
+    async def flush(outcomes: Sequence[Finish]) -> Sequence[bool]:
+        lost = set(await store.finish_many(outcomes))
+        return [outcome.lease in lost for outcome in outcomes]
+
+    return flush
+
+
+def _no_dependencies() -> DependenciesLike:
+    from taskq.app.di import Dependencies
+
+    deps: DependenciesLike = Dependencies()
+    return deps

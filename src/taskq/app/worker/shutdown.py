@@ -1,0 +1,239 @@
+"""The shutdown orchestrator: carries out :func:`taskq.domain.shutdown.transition`.
+
+SIGTERM / SIGINT (``loop.add_signal_handler``), until-idle and
+:meth:`ShutdownOrchestrator.request` all feed it a ``Signal``. Its loop feeds
+the machine ``Tick`` (every second on the clock, for the grace timers) and
+``JobsInFlight`` (whenever a consumer finishes a job), and does what each
+transition asks:
+
+- StopProducer: no more claims;
+- DrainLocalQueueToPending: with no claim in flight, empty the local queue
+  (those jobs were claimed but never started) and ``drain_unstarted`` the
+  store, which re-pends every claimed-but-unstarted row of this worker;
+- SetCancelEventOnInFlight: every in-flight job's ``cancel_event``
+  (a cooperative return is then rescheduled, see ``consumer``);
+- PersistForcedAndCancelTasks: ``escalate_cancel`` each job, then ``task.cancel()``;
+- MarkAbandonedStillRunning: ``finish(status=abandoned)`` for what still runs;
+- ReleaseLeader: the leader loop gives up the lock and does not compete again;
+- SetShutdownEvent: every sibling returns;
+- HardExit (third signal): flush the logs and leave at once with code 1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from collections import deque
+from collections.abc import Callable
+from typing import Final
+
+from taskq.app.worker import events
+from taskq.app.worker.state import ActiveJob, WorkerState
+from taskq.app.worker.waiting import wait_event
+from taskq.domain.cancel import GracePeriods
+from taskq.domain.errors import LeaseLost, TaskQError
+from taskq.domain.shutdown import (
+    AbandonComplete,
+    DrainComplete,
+    DrainLocalQueueToPending,
+    HardExit,
+    JobsInFlight,
+    MarkAbandonedStillRunning,
+    PersistForcedAndCancelTasks,
+    ReleaseLeader,
+    SetCancelEventOnInFlight,
+    SetShutdownEvent,
+    ShutdownAction,
+    ShutdownEvent,
+    ShutdownPhase,
+    ShutdownState,
+    Signal,
+    StopProducer,
+    Tick,
+    transition,
+)
+from taskq.domain.status import JobStatus
+from taskq.ports.store_params import Finish
+
+#: How often the grace timers are checked while a shutdown runs (clock seconds).
+SHUTDOWN_TICK: Final = 1.0
+_ABANDON_MESSAGE: Final = "still running when the worker's shutdown cleanup grace ran out"
+
+HardExitHook = Callable[[int], None]
+
+
+class ShutdownOrchestrator:
+    """Owns the worker's :class:`ShutdownState`; :meth:`run` is a worker sibling."""
+
+    def __init__(self, state: WorkerState, *, hard_exit: HardExitHook) -> None:
+        self.state = state
+        settings = state.settings
+        self.machine = ShutdownState(
+            graces=GracePeriods(
+                cancellation_grace_period=settings.cancellation_grace_period,
+                cleanup_grace_period=settings.cleanup_grace_period,
+            )
+        )
+        self._hard_exit = hard_exit
+        self._requests: deque[str] = deque()
+        self._requested = asyncio.Event()
+
+    def __repr__(self) -> str:
+        return f"<ShutdownOrchestrator {self.machine!r}>"
+
+    @property
+    def phase(self) -> ShutdownPhase:
+        return self.machine.phase
+
+    def request(self, reason: str = "SIGTERM") -> None:
+        """A shutdown signal (SIGTERM, SIGINT, until-idle, a test). Call on the loop."""
+        if self.state.shutdown_started_at is None:
+            self.state.shutdown_started_at = self.state.clock.monotonic()
+        events.emit(events.SHUTDOWN_SIGNAL, logging.WARNING, signal=reason)
+        self._requests.append(reason)
+        self._requested.set()
+
+    async def run(self) -> None:
+        """Drive the machine until the shutdown event is set (by it or by anyone else)."""
+        state = self.state
+        while not state.shutdown_event.is_set():
+            if self.machine.phase is ShutdownPhase.NONE:
+                await wait_event(state.clock, None, self._requested, state.shutdown_event)
+            else:
+                await wait_event(
+                    state.clock,
+                    SHUTDOWN_TICK,
+                    self._requested,
+                    state.active.changed,
+                    state.shutdown_event,
+                )
+            self._requested.clear()
+            while self._requests:
+                await self._feed(Signal(self._requests.popleft()))
+            if state.active.changed.is_set():
+                state.active.changed.clear()
+                await self._feed(JobsInFlight(state.active.busy))
+            await self._feed(Tick())
+
+    async def _feed(self, event: ShutdownEvent) -> None:
+        before = self.machine.phase
+        self.machine, actions = transition(self.machine, event, self.state.clock.monotonic())
+        if self.machine.phase is not before:
+            events.emit(
+                events.SHUTDOWN_PHASE,
+                logging.WARNING,
+                phase=self.machine.phase.name,
+                in_flight=self.state.active.busy,
+                signals=self.machine.signals,
+            )
+        for action in actions:
+            await self._do(action)
+
+    async def _do(self, action: ShutdownAction) -> None:
+        state = self.state
+        if isinstance(action, StopProducer):
+            state.producer_stop.set()
+        elif isinstance(action, DrainLocalQueueToPending):
+            await self._drain()
+            await self._feed(DrainComplete(state.active.busy))
+        elif isinstance(action, SetCancelEventOnInFlight):
+            state.shutdown_cancel = "cooperative"
+            for active in state.active:
+                active.request_cancel("shutdown")
+        elif isinstance(action, PersistForcedAndCancelTasks):
+            state.shutdown_cancel = "forced"
+            for active in state.active:
+                await self._force(active)
+        elif isinstance(action, MarkAbandonedStillRunning):
+            for active in state.active:
+                await self._abandon(active)
+            await self._feed(AbandonComplete())
+        elif isinstance(action, ReleaseLeader):
+            state.leader_release.set()
+        elif isinstance(action, SetShutdownEvent):
+            state.shutdown_event.set()
+        elif isinstance(action, HardExit):
+            events.emit(events.SHUTDOWN_HARD_EXIT, logging.CRITICAL, exit_code=action.exit_code)
+            events.flush_logs()
+            self._hard_exit(action.exit_code)
+
+    async def _drain(self) -> None:
+        state = self.state
+        # The claim lock: no claim is between the store and the local queue now.
+        async with state.claim_lock:
+            discarded = 0
+            while not state.local_queue.empty():
+                state.local_queue.get_nowait()
+                discarded += 1
+            try:
+                drained: int | None = await state.store.drain_unstarted(state.worker_id)
+            except TaskQError as exc:
+                drained = None
+                events.emit(
+                    events.JOB_WRITE_FAILED, logging.ERROR, write="drain_unstarted", error=str(exc)
+                )
+        events.emit(
+            events.SHUTDOWN_PHASE,
+            phase="DRAINED",
+            repended=drained,
+            discarded_local=discarded,
+            in_flight=state.active.busy,
+        )
+
+    async def _force(self, active: ActiveJob) -> None:
+        try:
+            await self.state.store.escalate_cancel(active.job.lease)
+        except TaskQError as exc:
+            events.emit(
+                events.JOB_WRITE_FAILED,
+                logging.WARNING,
+                job_id=active.job.id,
+                write="escalate",
+                error=str(exc),
+            )
+        active.force_cancel("shutdown")
+
+    async def _abandon(self, active: ActiveJob) -> None:
+        job = active.job
+        active.abandon_queued = True
+        try:
+            await asyncio.shield(
+                self.state.store.finish(
+                    Finish(lease=job.lease, status=JobStatus.ABANDONED, error=_ABANDON_MESSAGE)
+                )
+            )
+        except LeaseLost:
+            return  # it ended (or was abandoned by the heartbeat) meanwhile
+        except TaskQError as exc:
+            events.emit(
+                events.JOB_WRITE_FAILED,
+                logging.ERROR,
+                job_id=job.id,
+                write="abandon",
+                error=str(exc),
+            )
+            return
+        events.emit(events.JOB_ABANDONED, logging.ERROR, job_id=job.id, actor=job.actor)
+
+
+def install_signal_handlers(orchestrator: ShutdownOrchestrator) -> Callable[[], None]:
+    """Route SIGTERM and SIGINT to the orchestrator; returns the undo function.
+
+    Where the loop cannot take signal handlers (Windows, a non-main thread)
+    nothing is installed.
+    """
+    loop = asyncio.get_running_loop()
+    installed: list[signal.Signals] = []
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        try:
+            loop.add_signal_handler(sig, orchestrator.request, sig.name)
+        except (NotImplementedError, RuntimeError, ValueError):
+            continue
+        installed.append(sig)
+
+    def remove() -> None:
+        for sig in installed:
+            loop.remove_signal_handler(sig)
+
+    return remove

@@ -1,0 +1,140 @@
+"""Worker bootstrap: register, sync actor config, and the two bootstrap warnings.
+
+Actor-config sync (after ``register_worker``):
+
+- capacity fields (max_concurrent, max_pending, result_ttl) are operator-owned:
+  a registered literal that differs from the stored value is logged at info
+  as ``actor-config-capacity-override`` and never written;
+- structural drift (queue, metadata) refuses the start with
+  ``ActorConfigDriftList`` (logged as ``actor-config-drift``), unless forced:
+  then each drifted field is logged at ERROR as
+  ``actor-config-drift-overwrite`` (with ``force=true``) and overwritten.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from collections.abc import Mapping, Sequence
+from typing import Final
+
+from taskq.app.worker import events
+from taskq.app.worker.protocols import ActorLike
+from taskq.app.worker.state import WorkerState
+from taskq.domain.actor_config import ActorConfigSyncReport
+from taskq.domain.errors import ActorConfigDriftList, TaskQError
+from taskq.ports.store_params import WorkerInfo
+
+DRIFT_HINT: Final = (
+    "re-run with --force-update-actor-config (or TASKQ_FORCE_UPDATE_ACTOR_CONFIG=true) "
+    "to overwrite the stored values"
+)
+UNCONSUMED_NOTE: Final = (
+    "this worker never claims jobs on these queues; that is only a problem when no other "
+    "worker consumes them, because their jobs then stay pending forever"
+)
+
+
+async def start(state: WorkerState, *, force: bool) -> None:
+    """Register the worker and sync actor config; deregisters again if the sync refuses."""
+    settings = state.settings
+    await state.store.register_worker(
+        WorkerInfo(
+            worker_id=state.worker_id,
+            hostname=socket.gethostname(),
+            pid=os.getpid(),
+            queues=state.queues,
+            actors=sorted(state.registry),
+            worker_label=settings.worker_label,
+            workgroup_instance=settings.workgroup_instance,
+        )
+    )
+    try:
+        await sync_actor_configs(state, force=force)
+    except BaseException:
+        await deregister(state)
+        raise
+    bootstrap_warnings(state.registry, state.queues)
+    events.emit(
+        events.WORKER_STARTED,
+        worker_id=state.worker_id,
+        queues=state.queues,
+        actors=sorted(state.registry),
+        max_concurrency=settings.max_concurrency,
+        pid=os.getpid(),
+    )
+
+
+async def sync_actor_configs(state: WorkerState, *, force: bool) -> ActorConfigSyncReport:
+    """Sync every registered actor's config row; see the module docstring."""
+    configs = [ref.config() for _, ref in sorted(state.registry.items())]
+    try:
+        report = await state.store.sync_actor_configs(configs, force=False)
+    except ActorConfigDriftList as drift:
+        level = logging.ERROR
+        if not force:
+            events.emit(
+                events.ACTOR_CONFIG_DRIFT,
+                level,
+                drifts=[
+                    {
+                        "actor": d.actor,
+                        "field": d.field,
+                        "stored": d.stored,
+                        "registered": d.registered,
+                    }
+                    for d in drift.drifts
+                ],
+                hint=DRIFT_HINT,
+            )
+            raise
+        for d in drift.drifts:
+            events.emit(
+                events.ACTOR_CONFIG_DRIFT_OVERWRITE,
+                level,
+                actor=d.actor,
+                field=d.field,
+                stored=d.stored,
+                registered=d.registered,
+                force=True,
+            )
+        report = await state.store.sync_actor_configs(configs, force=True)
+    for override in report.capacity_overrides:
+        events.emit(
+            events.ACTOR_CONFIG_CAPACITY_OVERRIDE,
+            actor=override.actor,
+            field=override.field,
+            stored=override.stored,
+            registered=override.registered,
+        )
+    return report
+
+
+def bootstrap_warnings(registry: Mapping[str, ActorLike], worker_queues: Sequence[str]) -> None:
+    """``actors-on-unconsumed-queues`` and ``worker-consumes-no-queues``, as the guide shows."""
+    consumed = set(worker_queues)
+    stranded = {
+        name: ref.queue for name, ref in sorted(registry.items()) if ref.queue not in consumed
+    }
+    if stranded:
+        events.emit(
+            events.ACTORS_ON_UNCONSUMED_QUEUES,
+            logging.WARNING,
+            actors=stranded,
+            queues=sorted(set(stranded.values())),
+            worker_queues=list(worker_queues),
+            note=UNCONSUMED_NOTE,
+        )
+    if not worker_queues:
+        events.emit(events.WORKER_CONSUMES_NO_QUEUES, logging.WARNING, worker_queues=[])
+
+
+async def deregister(state: WorkerState) -> None:
+    """Remove the worker row (best effort: the leader's stale-worker sweep is the backstop)."""
+    try:
+        await state.store.deregister_worker(state.worker_id)
+    except TaskQError as exc:
+        events.emit(
+            events.WORKER_CLEANUP_FAILED, logging.WARNING, step="deregister", error=str(exc)
+        )

@@ -1,0 +1,182 @@
+"""What the worker's siblings share: events, the local queue, the in-flight jobs."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, Literal
+
+from taskq.app.settings import WorkerSettings
+from taskq.app.worker.liveness import Liveness
+from taskq.app.worker.ports import WorkerPorts
+from taskq.app.worker.protocols import ActorLike
+from taskq.domain.cancel import CancelController, GracePeriods
+from taskq.domain.job import ClaimedJob
+from taskq.ports.clock import Clock
+from taskq.ports.queue_store import QueueStore
+
+#: Why a job's cancel_event was set. A user request ends the job ``cancelled``;
+#: a shutdown lets it be retried (see ``consumer``); a lost lease only stops it.
+CancelReason = Literal["request", "shutdown", "lease_lost"]
+
+
+@dataclass(eq=False)
+class ActiveJob:
+    """One job a consumer marked started and is executing (the ActiveJobRegistry entry)."""
+
+    job: ClaimedJob
+    ref: ActorLike
+    cancel_event: asyncio.Event = field(default_factory=asyncio.Event)
+    task: asyncio.Task[Any] | None = None
+    cancel_reason: CancelReason | None = None
+    forced: bool = False
+    #: The abandonment write is queued or done: the consumer must not write ``cancelled``.
+    abandon_queued: bool = False
+    #: The consumer is writing the outcome: the job is ending, not lost.
+    finishing: bool = False
+
+    def __repr__(self) -> str:
+        return (
+            f"<ActiveJob {self.job.id} {self.job.actor} attempt={self.job.attempt} "
+            f"cancel={self.cancel_reason} forced={self.forced}>"
+        )
+
+    def request_cancel(self, reason: CancelReason) -> None:
+        """Set ``cancel_event``; the first reason sticks (a user request wins a tie)."""
+        if self.cancel_reason is None or (reason == "request" and not self.forced):
+            self.cancel_reason = reason
+        self.cancel_event.set()
+
+    def force_cancel(self, reason: CancelReason) -> None:
+        """Cancel the job's task (after setting its event, so ``ctx.cancelled`` reads true)."""
+        self.request_cancel(reason)
+        self.forced = True
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+
+
+class ActiveJobs:
+    """In-flight jobs by id, and how many jobs consumers hold at all.
+
+    ``busy`` counts jobs a consumer took off the local queue and has not
+    finished with (including those not yet marked started); it is the
+    shutdown's in-flight count. ``changed`` is set whenever one is finished.
+    """
+
+    def __init__(self) -> None:
+        self._jobs: dict[int, ActiveJob] = {}
+        self.busy = 0
+        self.changed = asyncio.Event()
+
+    def __len__(self) -> int:
+        return len(self._jobs)
+
+    def __iter__(self) -> Iterator[ActiveJob]:
+        # A snapshot: callers await between items while consumers add and remove.
+        return iter(list(self._jobs.values()))
+
+    def __contains__(self, job_id: object) -> bool:
+        return job_id in self._jobs
+
+    def get(self, job_id: int) -> ActiveJob | None:
+        return self._jobs.get(job_id)
+
+    def ids(self) -> set[int]:
+        return set(self._jobs)
+
+    def add(self, active: ActiveJob) -> None:
+        self._jobs[active.job.id] = active
+
+    def remove(self, job_id: int) -> None:
+        self._jobs.pop(job_id, None)
+
+    def enter(self) -> None:
+        """A consumer took a job."""
+        self.busy += 1
+
+    def leave(self) -> None:
+        """A consumer is done with its job (whatever happened to it)."""
+        self.busy -= 1
+        self.changed.set()
+
+
+@dataclass(eq=False, kw_only=True)
+class WorkerState:
+    """Everything the siblings of one worker share. Only the event loop touches it."""
+
+    settings: WorkerSettings
+    ports: WorkerPorts
+    registry: Mapping[str, ActorLike]
+    worker_id: str
+    rng: random.Random = field(default_factory=random.Random)
+    shutdown_event: asyncio.Event = field(default_factory=asyncio.Event)
+    producer_stop: asyncio.Event = field(default_factory=asyncio.Event)
+    #: Set by the listener (a wake-up arrived) and by the leader's promotion.
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+    #: Set by a consumer that took a job off the local queue.
+    slot_freed: asyncio.Event = field(default_factory=asyncio.Event)
+    #: Held by the producer while it claims, so a drain never races a claim.
+    claim_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    #: Set by the shutdown's ReleaseLeader: stop leading and do not run again.
+    leader_release: asyncio.Event = field(default_factory=asyncio.Event)
+    active: ActiveJobs = field(default_factory=ActiveJobs)
+    is_leader: bool = False
+    #: First shutdown signal on the monotonic clock (the watchdog's anchor).
+    shutdown_started_at: float | None = None
+    #: Set by the shutdown's CANCELLING / FORCING for jobs that start afterwards too.
+    shutdown_cancel: Literal[None, "cooperative", "forced"] = None
+    #: Jobs this worker's consumers wrote ``failed`` (until-idle exit code 3).
+    drain_failures: int = 0
+    #: The exit code a sibling decided (until-idle 0/3/4, isolate-self 1).
+    exit_code: int | None = None
+    sibling_crashes: Counter[str] = field(default_factory=Counter)
+    local_queue: asyncio.Queue[ClaimedJob] = field(init=False)
+    cancel_controller: CancelController = field(init=False)
+    liveness: Liveness = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.local_queue = asyncio.Queue(maxsize=self.settings.max_concurrency)
+        self.cancel_controller = CancelController(
+            GracePeriods(
+                cancellation_grace_period=self.settings.cancellation_grace_period,
+                cleanup_grace_period=self.settings.cleanup_grace_period,
+            )
+        )
+        self.liveness = Liveness(self.ports.clock)
+
+    def __repr__(self) -> str:
+        return (
+            f"<WorkerState {self.worker_id} active={len(self.active)} "
+            f"queued={self.local_queue.qsize()} leader={self.is_leader} "
+            f"shutdown={self.shutdown_in_progress}>"
+        )
+
+    @property
+    def store(self) -> QueueStore:
+        return self.ports.store
+
+    @property
+    def clock(self) -> Clock:
+        return self.ports.clock
+
+    @property
+    def queues(self) -> list[str]:
+        return list(self.settings.queues)
+
+    @property
+    def lease(self) -> timedelta:
+        return timedelta(seconds=self.settings.lock_lease)
+
+    @property
+    def shutdown_in_progress(self) -> bool:
+        """True from the first shutdown signal (or any direct shutdown) on."""
+        return self.shutdown_started_at is not None or self.shutdown_event.is_set()
+
+    def set_exit_code(self, code: int) -> None:
+        """Record why the worker is stopping; the first reason wins."""
+        if self.exit_code is None:
+            self.exit_code = code

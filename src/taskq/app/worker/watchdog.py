@@ -1,0 +1,190 @@
+"""The in-worker watchdog: the domain's detectors, fed with clocks, acted on here.
+
+- Shutdown deadline and stale loop ticks run in one task that lives
+  *outside* the worker's TaskGroup (a group child would be cancelled by the
+  very sibling crash it exists to catch). It ticks on the worker's Clock.
+- Event-loop lag runs in a daemon thread on the real monotonic clock: a
+  blocked loop cannot time itself, so this one detector cannot use the Clock
+  port. The worker starts it only when it runs on the real clock.
+- The sibling contract is enforced by the runtime (it stays armed even with
+  ``TASKQ_WATCHDOG_ENABLED=false``).
+
+A trip logs ``worker-watchdog-trip`` at CRITICAL (labelled by detector),
+dumps every live asyncio task (name, coroutine, await-site frames; never
+locals), flushes, and calls ``os._exit(2)`` with no further awaits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import faulthandler
+import logging
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Final
+
+from taskq.app.worker import events
+from taskq.app.worker.state import WorkerState
+from taskq.domain.watchdog import (
+    LoopLagDetector,
+    StillAlive,
+    Trip,
+    WatchdogSettings,
+    judge_shutdown_deadline,
+    judge_stale_loops,
+)
+
+TripHook = Callable[[Trip], None]
+
+#: Frames per task in a dump: enough to see the await site, bounded for huge stacks.
+_DUMP_FRAMES: Final = 8
+
+
+def task_dump(loop: asyncio.AbstractEventLoop | None = None) -> list[dict[str, object]]:
+    """Every live task of ``loop`` (default: the running one): name, coroutine, frames."""
+    try:
+        tasks = asyncio.all_tasks(loop)
+    except RuntimeError:
+        return []
+    dump: list[dict[str, object]] = []
+    for task in sorted(tasks, key=lambda t: t.get_name()):
+        coro = task.get_coro()
+        frames = [
+            f"{frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_name}"
+            for frame in task.get_stack(limit=_DUMP_FRAMES)
+        ]
+        dump.append(
+            {
+                "name": task.get_name(),
+                "coroutine": getattr(coro, "__qualname__", repr(coro)),
+                "frames": frames,
+            }
+        )
+    return dump
+
+
+def report_trip(trip: Trip, loop: asyncio.AbstractEventLoop | None = None) -> None:
+    """Log the trip and the task dump at CRITICAL, then flush."""
+    events.emit(
+        events.WORKER_WATCHDOG_TRIP,
+        logging.CRITICAL,
+        detector=trip.detector.value,
+        reason=trip.reason,
+        exit_code=trip.exit_code,
+    )
+    events.emit(events.WORKER_TASK_DUMP, logging.CRITICAL, tasks=task_dump(loop))
+    events.flush_logs()
+
+
+def exit_on_trip(trip: Trip) -> None:
+    """The production trip: report, then leave at once (a wedged process cannot unwind)."""
+    report_trip(trip)
+    os._exit(trip.exit_code)
+
+
+class ShutdownWatchdog:
+    """Shutdown-deadline and stale-loop detectors on the worker's clock."""
+
+    def __init__(
+        self,
+        state: WorkerState,
+        *,
+        settings: WatchdogSettings,
+        termination_grace_period: float,
+        siblings: Callable[[], list[str]],
+        on_trip: TripHook,
+    ) -> None:
+        self.state = state
+        self.settings = settings
+        self.termination_grace_period = termination_grace_period
+        self.siblings = siblings
+        self.on_trip = on_trip
+
+    async def run(self) -> None:
+        state, clock, settings = self.state, self.state.clock, self.settings
+        period = min(settings.check_interval, settings.dump_interval, 1.0)
+        last_report: float | None = None
+        next_stale_check = clock.monotonic() + settings.check_interval
+        expected = clock.monotonic()
+        while True:
+            now = clock.monotonic()
+            # Woken much later than asked (a blocked loop, or a test jumping a
+            # fake clock): give the other loops one round to catch up first.
+            late = now - expected > settings.check_interval
+            if state.shutdown_event.is_set() and state.shutdown_started_at is None:
+                state.shutdown_started_at = now
+            verdict = judge_shutdown_deadline(
+                shutdown_started_at=state.shutdown_started_at,
+                now=now,
+                termination_grace_period=self.termination_grace_period,
+                dump_interval=settings.dump_interval,
+                last_report_at=last_report,
+            )
+            if isinstance(verdict, Trip) and not late:
+                self.on_trip(verdict)
+                return
+            if isinstance(verdict, StillAlive) and verdict.report_due:
+                last_report = now
+                events.emit(
+                    events.WORKER_WATCHDOG_STILL_ALIVE,
+                    logging.WARNING,
+                    elapsed=round(verdict.elapsed, 3),
+                    remaining=round(verdict.remaining, 3),
+                    siblings=self.siblings(),
+                )
+            if now >= next_stale_check and not late:
+                next_stale_check = now + settings.check_interval
+                stale = judge_stale_loops(state.liveness.table, now, settings)
+                if isinstance(stale, Trip):
+                    self.on_trip(stale)
+                    return
+            expected = clock.monotonic() + period
+            await clock.sleep(period)
+
+
+class LoopLagMonitor:
+    """The event-loop lag detector's daemon thread (real time; see the module docstring)."""
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        state: WorkerState,
+        settings: WatchdogSettings,
+    ) -> None:
+        self._loop = loop
+        self._state = state
+        self._settings = settings
+        self._stop = threading.Event()
+        self._last_beat: float | None = None
+        self._thread = threading.Thread(target=self._watch, name="taskq-loop-lag", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _beat(self) -> None:
+        self._last_beat = time.monotonic()
+
+    def _watch(self) -> None:
+        detector = LoopLagDetector.from_settings(self._settings, started_at=time.monotonic())
+        interval = min(self._settings.loop_lag_budget / 4, 1.0)
+        while not self._stop.wait(interval):
+            try:
+                self._loop.call_soon_threadsafe(self._beat)
+            except RuntimeError:
+                return  # the loop closed
+            now = time.monotonic()
+            if self._state.liveness.ticked:
+                detector = detector.on_liveness_tick(now)
+            if self._last_beat is not None:
+                detector = detector.beat(self._last_beat)
+            detector, verdict = detector.check(now)
+            if isinstance(verdict, Trip):
+                faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+                report_trip(verdict, self._loop)
+                os._exit(verdict.exit_code)
