@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import importlib
 import inspect
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from taskq.adapters.asyncpg import migrate as asyncpg_migrate
 from taskq.adapters.postgres.migrator import (
@@ -21,7 +22,7 @@ from taskq.adapters.postgres.migrator import (
     status_problems,
 )
 from taskq.adapters.postgres.schema import DEFAULT_SCHEMA_NAME, Schema
-from taskq.app.settings import BUILTIN_DRIVERS, WorkerSettings
+from taskq.app.settings import BUILTIN_DRIVERS, TaskQSettings, WorkerSettings
 from taskq.app.worker.ports import WorkerPorts
 from taskq.domain.errors import ConfigurationError
 from taskq.ports.clock import Clock
@@ -29,6 +30,9 @@ from taskq.ports.leader_lock import LeaderLock
 from taskq.ports.notifier import Notifier
 from taskq.ports.queue_store import QueueStore
 from taskq.ports.rate_limiter import RateLimiter
+
+if TYPE_CHECKING:
+    from taskq.adapters.postgres.store import LockBudgets
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,15 +104,15 @@ async def build_worker_ports(
     ``TASKQ_DRIVER`` decides how missing ports are built:
 
     - ``asyncpg`` / ``psycopg``: the Postgres adapters on ``TASKQ_PG_DSN_DIRECT``
-      (leader lock and LISTEN need a session) and the worker's schema;
+      and the worker's schema (a built store's pool is opened at once, and the
+      rate limiter shares it);
     - ``package.module:factory``: ``factory(settings)`` returns (or awaits to) a
       complete ``WorkerPorts``; its ports are TaskQ-owned, and any the caller
       also passed are closed unused. ``taskq.app.composition:memory_worker_ports``
       is such a factory (an in-process memory backend, for demos and smoke tests).
 
-    No rate limiter is built for the Postgres drivers (the worker only extends
-    and sweeps reservations); pass one to enable that. Raises
-    ``ConfigurationError`` when a port cannot be built.
+    Raises ``ConfigurationError`` when a port cannot be built and
+    ``StoreUnavailable`` when a built store cannot reach its database.
     """
     clock = clock if clock is not None else _system_clock()
     wants_notifier = settings.notify_enabled and notifier is None
@@ -121,7 +125,7 @@ async def build_worker_ports(
             clock=clock,
         )
     if settings.driver in BUILTIN_DRIVERS:
-        return _postgres_worker_ports(
+        return await _postgres_worker_ports(
             settings,
             store=store,
             leader_lock=leader_lock,
@@ -194,7 +198,100 @@ def _system_clock() -> Clock:
     return SystemClock()
 
 
-def _postgres_worker_ports(
+@dataclass(frozen=True, slots=True)
+class _PostgresParts:
+    """How one driver builds each worker port (adapters imported by the builder)."""
+
+    open_store: Callable[[], Awaitable[tuple[QueueStore, RateLimiter]]]
+    leader_lock: Callable[[], LeaderLock]
+    notifier: Callable[[], Notifier]
+
+
+def _asyncpg_parts(settings: WorkerSettings, schema: Schema, dsn: str) -> _PostgresParts:
+    from taskq.adapters.asyncpg.leader_lock import AsyncpgLeaderLock
+    from taskq.adapters.asyncpg.notifier import AsyncpgNotifier
+    from taskq.adapters.asyncpg.rate_limiter import AsyncpgRateLimiter
+    from taskq.adapters.asyncpg.store import AsyncpgQueueStore
+
+    async def open_store() -> tuple[QueueStore, RateLimiter]:
+        store = AsyncpgQueueStore(
+            dsn,
+            schema=schema,
+            budgets=_lock_budgets(settings),
+            statement_cache_size=settings.statement_cache_size,
+            max_cached_statement_lifetime=settings.max_cached_statement_lifetime,
+            pooled=settings.pg_is_pooled,
+            max_size=_worker_pool_max(settings),
+        )
+        try:
+            pool = await store.pool()
+        except BaseException:
+            await store.close()
+            raise
+        return store, AsyncpgRateLimiter(pool, schema=schema)
+
+    return _PostgresParts(
+        open_store=open_store,
+        leader_lock=lambda: AsyncpgLeaderLock(dsn, schema=schema),
+        notifier=lambda: AsyncpgNotifier(
+            dsn,
+            schema=schema,
+            health_check_interval=settings.notify_health_check_interval,
+            reconnect_backoff_initial=settings.notify_reconnect_backoff_initial,
+        ),
+    )
+
+
+def _psycopg_parts(settings: WorkerSettings, schema: Schema, dsn: str) -> _PostgresParts:
+    from taskq.adapters.psycopg.leader_lock import PsycopgLeaderLock
+    from taskq.adapters.psycopg.notifier import PsycopgNotifier
+    from taskq.adapters.psycopg.rate_limiter import PsycopgRateLimiter
+    from taskq.adapters.psycopg.store import PsycopgQueueStore
+
+    async def open_store() -> tuple[QueueStore, RateLimiter]:
+        store = PsycopgQueueStore(
+            dsn,
+            schema=schema,
+            budgets=_lock_budgets(settings),
+            statement_cache_size=settings.statement_cache_size,
+            pooled=settings.pg_is_pooled,
+            max_size=_worker_pool_max(settings),
+        )
+        try:
+            pool = await store.pool()
+        except BaseException:
+            await store.close()
+            raise
+        return store, PsycopgRateLimiter(pool, schema=schema)
+
+    return _PostgresParts(
+        open_store=open_store,
+        leader_lock=lambda: PsycopgLeaderLock(dsn, schema=schema),
+        notifier=lambda: PsycopgNotifier(
+            dsn,
+            schema=schema,
+            health_check_interval=settings.notify_health_check_interval,
+            reconnect_backoff_initial=settings.notify_reconnect_backoff_initial,
+        ),
+    )
+
+
+def _lock_budgets(settings: WorkerSettings) -> LockBudgets:
+    from taskq.adapters.postgres.store import LockBudgets
+
+    return LockBudgets(
+        max_pending_ms=settings.max_pending_lock_timeout_ms,
+        unique_ms=settings.unique_lock_timeout_ms,
+        idempotency_ms=settings.idempotency_lock_timeout_ms,
+    )
+
+
+def _worker_pool_max(settings: WorkerSettings) -> int:
+    # One pool serves what the guide splits into dispatcher, heartbeat and worker pools.
+    return settings.dispatcher_pool_size + settings.heartbeat_pool_size + settings.worker_pool_size
+
+
+async def _postgres_worker_ports(
     settings: WorkerSettings,
     *,
     store: QueueStore | None,
@@ -203,47 +300,30 @@ def _postgres_worker_ports(
     rate_limiter: RateLimiter | None,
     clock: Clock,
 ) -> WorkerPorts:
-    driver = settings.driver
+    """The missing ports on Postgres. Everything uses the direct DSN: the store
+    claims and heartbeats (the guide keeps those off transaction-mode poolers),
+    the leader lock and LISTEN need a session. The store's pool is opened here,
+    so an unreachable server fails the start at once (``StoreUnavailable``)."""
     schema = Schema(settings.schema_name)
     dsn = settings.pg_dsn_direct
-    if store is None:
-        # The Postgres QueueStore adapters are not part of this build yet.
-        raise ConfigurationError(
-            f"TASKQ_DRIVER={driver}: no {driver} QueueStore adapter is available in this "
-            "build; pass store=... to worker_main/run_worker, or set TASKQ_DRIVER to "
-            "'package.module:factory' returning WorkerPorts"
-        )
-    owned: set[str] = set()
-    if driver == "asyncpg":
-        from taskq.adapters.asyncpg.leader_lock import AsyncpgLeaderLock
-        from taskq.adapters.asyncpg.notifier import AsyncpgNotifier
-
-        if leader_lock is None:
-            leader_lock = AsyncpgLeaderLock(dsn, schema=schema)
-            owned.add("leader_lock")
-        if notifier is None and settings.notify_enabled:
-            notifier = AsyncpgNotifier(
-                dsn,
-                schema=schema,
-                health_check_interval=settings.notify_health_check_interval,
-                reconnect_backoff_initial=settings.notify_reconnect_backoff_initial,
-            )
-            owned.add("notifier")
+    if settings.driver == "asyncpg":
+        parts = _asyncpg_parts(settings, schema, dsn)
     else:
-        from taskq.adapters.psycopg.leader_lock import PsycopgLeaderLock
-        from taskq.adapters.psycopg.notifier import PsycopgNotifier
-
-        if leader_lock is None:
-            leader_lock = PsycopgLeaderLock(dsn, schema=schema)
-            owned.add("leader_lock")
-        if notifier is None and settings.notify_enabled:
-            notifier = PsycopgNotifier(
-                dsn,
-                schema=schema,
-                health_check_interval=settings.notify_health_check_interval,
-                reconnect_backoff_initial=settings.notify_reconnect_backoff_initial,
-            )
-            owned.add("notifier")
+        parts = _psycopg_parts(settings, schema, dsn)
+    owned: set[str] = set()
+    if store is None:
+        store, limiter = await parts.open_store()
+        owned.add("store")
+        if rate_limiter is None:
+            # Shares the store's pool; the worker only extends and sweeps reservations.
+            rate_limiter = limiter
+            owned.add("rate_limiter")
+    if leader_lock is None:
+        leader_lock = parts.leader_lock()
+        owned.add("leader_lock")
+    if notifier is None and settings.notify_enabled:
+        notifier = parts.notifier()
+        owned.add("notifier")
     return WorkerPorts(
         store=store,
         leader_lock=leader_lock,
@@ -286,3 +366,86 @@ __all__ = [
     "migrate_status",
     "migrate_up",
 ]
+
+
+def _client_budgets(settings: TaskQSettings) -> LockBudgets:
+    from taskq.adapters.postgres.store import LockBudgets
+
+    return LockBudgets(
+        max_pending_ms=settings.max_pending_lock_timeout_ms,
+        unique_ms=settings.unique_lock_timeout_ms,
+        idempotency_ms=settings.idempotency_lock_timeout_ms,
+    )
+
+
+async def open_store(settings: TaskQSettings) -> QueueStore:
+    """A client store on its own new pool (``TASKQ_DRIVER``, DSN, schema from ``settings``).
+
+    The pool is opened now, so an unreachable database fails here with
+    ``StoreUnavailable``; ``store.close()`` closes the pool.
+    """
+    schema = Schema(settings.schema_name)
+    opened: QueueStore
+    if settings.driver == "asyncpg":
+        from taskq.adapters.asyncpg.store import AsyncpgQueueStore
+
+        a_store = AsyncpgQueueStore(
+            settings.pg_dsn,
+            schema=schema,
+            budgets=_client_budgets(settings),
+            statement_cache_size=settings.statement_cache_size,
+            max_cached_statement_lifetime=settings.max_cached_statement_lifetime,
+            pooled=settings.pg_is_pooled,
+            max_size=settings.client_pool_size,
+        )
+        opener, opened = a_store.open, a_store
+    elif settings.driver == "psycopg":
+        from taskq.adapters.psycopg.store import PsycopgQueueStore
+
+        p_store = PsycopgQueueStore(
+            settings.pg_dsn,
+            schema=schema,
+            budgets=_client_budgets(settings),
+            statement_cache_size=settings.statement_cache_size,
+            pooled=settings.pg_is_pooled,
+            max_size=settings.client_pool_size,
+        )
+        opener, opened = p_store.open, p_store
+    else:
+        raise ConfigurationError(
+            f"TASKQ_DRIVER={settings.driver!r} names a custom adapter factory, which builds "
+            "worker ports; build the client from its store with JobsClient(store)"
+        )
+    try:
+        await opener()
+    except BaseException:
+        await opened.close()
+        raise
+    return opened
+
+
+def store_from_pool(pool: object, *, driver: str, schema: str) -> QueueStore:
+    """A client store on a caller-owned pool (asyncpg.Pool or psycopg AsyncConnectionPool).
+
+    TaskQ never closes the pool: ``store.close()`` leaves it open.
+    """
+    validated = Schema(schema)
+    if driver == "asyncpg":
+        import asyncpg
+
+        from taskq.adapters.asyncpg.store import AsyncpgQueueStore
+
+        if not isinstance(pool, asyncpg.Pool):
+            raise ConfigurationError(f"expected an asyncpg.Pool, got {type(pool).__name__}")
+        return AsyncpgQueueStore(pool, schema=validated)
+    if driver == "psycopg":
+        from psycopg_pool import AsyncConnectionPool
+
+        from taskq.adapters.psycopg.store import PsycopgQueueStore
+
+        if not isinstance(pool, AsyncConnectionPool):
+            raise ConfigurationError(
+                f"expected a psycopg_pool.AsyncConnectionPool, got {type(pool).__name__}"
+            )
+        return PsycopgQueueStore(pool, schema=validated)
+    raise ConfigurationError(f"unknown driver {driver!r}: expected 'asyncpg' or 'psycopg'")

@@ -27,7 +27,6 @@ from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Final, Protocol
 
-from taskq.adapters.postgres.schema import Schema
 from taskq.adapters.postgres.sql_loader import Query, load_queries
 from taskq.domain.errors import StoreUnavailable, TaskQError
 
@@ -107,7 +106,9 @@ def store_queries() -> Mapping[str, Query]:
     for family in STORE_QUERY_FAMILIES:
         for name, query in load_queries(family).items():
             if name in merged:
-                raise ValueError(f"query name {name!r} is in {merged[name].source} and {query.source}")
+                raise ValueError(
+                    f"query name {name!r} is in {merged[name].source} and {query.source}"
+                )
             merged[name] = query
     return merged
 
@@ -134,7 +135,6 @@ __all__ = [
     "Driver",
     "LockTimeout",
     "Row",
-    "Schema",
     "TransientConflict",
     "UniqueConflict",
     "store_queries",

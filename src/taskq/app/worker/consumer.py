@@ -11,17 +11,20 @@ Dispatch sequence of one job (the worker guide's, in order):
    shielded from cancellation; ``LeaseLost`` is logged, never retried;
 7. TRANSIENT scope teardown (the scope's ``async with`` around the invocation).
 
-How an attempt that was asked to stop ends:
+How an attempt that was asked to stop ends (``ctx.cancel_event`` records
+whether the actor saw the request: read ``ctx.cancelled`` or awaited it):
 
-- cancel requested by the API (``cancel_event`` from the heartbeat) → ``cancelled``,
-  however the actor ended;
 - the task was force-cancelled (cancel grace over, or shutdown FORCING, which
   persists cancel phase FORCED) → ``cancelled``;
-- returned after the *shutdown* set ``cancel_event`` → rescheduled at once
-  without using an attempt (error class ``WorkerShutdown``): the worker's own
-  shutdown is not the job's failure, and another worker picks it up;
-- the abandonment was already queued → no write (the heartbeat or the
-  shutdown owns that terminal write).
+- cancel requested through the API, and the actor returned after seeing it,
+  or raised → ``cancelled``; returned without seeing it → as it ended
+  (``succeeded``: the work was done);
+- the *shutdown* asked, and the actor returned after seeing it → rescheduled
+  at once without using an attempt (error class ``WorkerShutdown``): the
+  worker's own shutdown is not the job's failure, another worker runs it; a
+  job that finished without looking, or raised, ends as it would have;
+- the abandonment was already queued → no write at all (the heartbeat or the
+  shutdown owns that terminal write; one terminal outcome per attempt).
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from taskq.app.worker.protocols import ActorLike, ActorScopes
 from taskq.app.worker.state import ActiveJob, WorkerState
 from taskq.app.worker.waiting import until_done_or
 from taskq.domain.cancel import consumer_skips_mark_cancelled
-from taskq.domain.errors import LeaseLost, PayloadValidationError
+from taskq.domain.errors import LeaseLost, PayloadValidationError, TaskQError
 from taskq.domain.job import ClaimedJob, Lease
 from taskq.domain.outcomes import (
     Cancel,
@@ -157,19 +160,26 @@ class Dispatcher:
     async def _mark_started(self, job: ClaimedJob) -> bool:
         try:
             lost = await asyncio.shield(self.starter.submit(job.lease))
-        except Exception:
+        except Exception as exc:
             # Unconfirmed ownership: running it could duplicate work a drain re-pends.
             events.emit(
-                events.JOB_WRITE_FAILED, logging.ERROR, exc_info=True, job_id=job.id, write="start"
+                events.JOB_WRITE_FAILED,
+                logging.ERROR,
+                exc_info=not isinstance(exc, TaskQError),
+                job_id=job.id,
+                write="start",
+                error=str(exc),
             )
             await self._guarded_write(
                 job, "release", self.state.store.release(job.lease, delay=timedelta(0))
             )
             return False
         if lost:
+            # During a shutdown the drain re-pended it: expected, not a warning.
+            level = logging.INFO if self.state.shutdown_in_progress else logging.WARNING
             events.emit(
                 events.JOB_LEASE_LOST,
-                logging.WARNING,
+                level,
                 job_id=job.id,
                 fencing_token=job.fencing_token,
                 write="start",
@@ -183,9 +193,12 @@ class Dispatcher:
         job, ref = active.job, active.ref
         try:
             payload = ref.validate_payload(job.payload)
+            ctx = self._context(active, payload)
         except PayloadValidationError as exc:
             return PayloadInvalid(str(exc)), False
-        ctx = self._context(active, payload)
+        except Exception as exc:
+            # A model validator that raised something else: the same payload will again.
+            return Raised.from_exception(exc, retryable=False), False
         task = asyncio.create_task(self._invoke(ref, payload, ctx), name=f"taskq-job-{job.id}")
         active.task = task
         if active.forced:  # forced before the task existed
@@ -222,11 +235,11 @@ class Dispatcher:
             max_retry_backoff=state.settings.max_retry_backoff,
             rng=state.rng.uniform,
         )
-        if isinstance(decision, Cancel) and (
-            active.abandon_queued
-            or consumer_skips_mark_cancelled(state.cancel_controller.phase_of(job.id))
+        if active.abandon_queued or (
+            isinstance(decision, Cancel)
+            and consumer_skips_mark_cancelled(state.cancel_controller.phase_of(job.id))
         ):
-            return
+            return  # the abandonment owns the terminal write
         active.finishing = True
         written = await self._guarded_write(
             job, type(decision).__name__, self._write(active, decision, interrupted)
@@ -286,10 +299,15 @@ class Dispatcher:
                 write=what,
             )
             return False
-        except Exception:
+        except Exception as exc:
             # Not retried: the lease expires and the leader's sweep reclaims the job.
             events.emit(
-                events.JOB_WRITE_FAILED, logging.ERROR, exc_info=True, job_id=job.id, write=what
+                events.JOB_WRITE_FAILED,
+                logging.ERROR,
+                exc_info=not isinstance(exc, TaskQError),  # a bug deserves its traceback
+                job_id=job.id,
+                write=what,
+                error=str(exc),
             )
             return False
         return True
@@ -298,21 +316,29 @@ class Dispatcher:
 def _outcome_of(active: ActiveJob, task: asyncio.Task[Any]) -> tuple[Outcome, bool]:
     """How the attempt ended, given why (and whether) it was asked to stop.
 
-    The flag is true for a return after the shutdown's cooperative cancel.
+    The flag is true when the attempt was interrupted by the worker's shutdown
+    (rescheduled without using an attempt).
     """
-    if task.cancelled() or active.cancel_reason == "request":
+    if task.cancelled():
         return CancelledByRequest(), False
+    reason = active.cancel_reason
     exc = task.exception()
     if exc is None:
-        if active.cancel_reason == "shutdown":
-            return RetriedAfter(timedelta(0), consume_budget=False), True
+        if reason is not None and active.cancel_event.observed:
+            # A cooperative early return: the actor saw the request and stopped.
+            if reason == "shutdown":
+                return RetriedAfter(timedelta(0), consume_budget=False), True
+            return CancelledByRequest(), False
         try:
+            # Finished without looking at the request: the work is done.
             return Succeeded(active.ref.dump_result(task.result())), False
         except Exception as dump_error:
             # The same result will not serialise next time either.
             return Raised.from_exception(dump_error, retryable=False), False
     if not isinstance(exc, Exception):
         raise exc  # KeyboardInterrupt / SystemExit from an actor: let the process go down
+    if reason == "request":
+        return CancelledByRequest(), False
     if isinstance(exc, Snooze | RetryAfter):
         return outcome_from_exception(exc), False
     retryable = not isinstance(exc, PayloadValidationError)

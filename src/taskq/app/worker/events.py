@@ -147,6 +147,7 @@ def configure_logging(*, log_format: str, level: str, stream: TextIO | None = No
             root.removeHandler(handler)
     handler = _TaskQHandler(stream if stream is not None else sys.stderr)
     handler.setFormatter(JsonFormatter() if log_format == "json" else ConsoleFormatter())
+    handler.setLevel(level)  # also filters loggers someone set to a lower level
     root.addHandler(handler)
     root.setLevel(level)
 

@@ -83,6 +83,7 @@ async def _release(state: WorkerState) -> None:
 
 async def _lead(state: WorkerState) -> None:
     state.is_leader = True
+    state.liveness.forget("leader.election")  # parked while leading; the sub-loops tick
     events.emit(events.LEADER_ELECTED, worker_id=state.worker_id)
     settings = state.settings
     lost = asyncio.Event()

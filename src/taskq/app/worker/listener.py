@@ -42,14 +42,14 @@ async def run_listener(state: WorkerState) -> None:
                 if started:
                     state.wake.set()  # anything enqueued before we listened
             else:
+                was_connected = notifier.connected
                 ok = await _healthy(notifier)
-                if ok != healthy:
-                    events.emit(
-                        events.NOTIFY_RECOVERED if ok else events.NOTIFY_UNHEALTHY,
-                        logging.INFO if ok else logging.WARNING,
-                    )
-                    if ok:
-                        state.wake.set()  # wake-ups may have been lost while disconnected
+                if ok and (not healthy or not was_connected):
+                    # Reconnected: wake-ups published meanwhile were lost, so claim now.
+                    events.emit(events.NOTIFY_RECOVERED)
+                    state.wake.set()
+                elif not ok and healthy:
+                    events.emit(events.NOTIFY_UNHEALTHY, logging.WARNING)
                 healthy = ok
             if await wait_event(state.clock, interval, state.shutdown_event):
                 return

@@ -30,6 +30,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from typing import Any
 
+from taskq.app.di import Dependencies
 from taskq.app.settings import WorkerSettings
 from taskq.app.worker import events, startup
 from taskq.app.worker.batching import GroupCommit
@@ -50,7 +51,7 @@ from taskq.app.worker.watchdog import (
     exit_on_trip,
     report_trip,
 )
-from taskq.domain.errors import ActorConfigDriftList, ConfigurationError
+from taskq.domain.errors import TaskQError
 from taskq.domain.job import Lease
 from taskq.domain.shutdown import SetShutdownEvent
 from taskq.domain.watchdog import CountSiblingCrash, RaiseSiblingReturned, Trip, judge_sibling_exit
@@ -144,11 +145,17 @@ class Worker:
         try:
             dependencies.validate(self.state.registry)
             await startup.start(self.state, force=self.force)
-        except (ConfigurationError, ActorConfigDriftList) as exc:
+        except TaskQError as exc:
+            # Bad configuration, actor-config drift, or no database to register with.
             return self._refuse(exc)
         try:
             async with AsyncExitStack() as stack:
-                scopes = await stack.enter_async_context(dependencies.open_worker_scopes())
+                try:
+                    scopes = await stack.enter_async_context(dependencies.open_worker_scopes())
+                except Exception as exc:
+                    # A PROCESS or LOOP factory failed: the worker cannot start.
+                    self._refuse(exc, what="opening the actor dependency scopes failed: ")
+                    return int(ExitCode.ERROR)
                 await self._run_group(scopes)
         except asyncio.CancelledError:
             if self._tripped is None:
@@ -157,11 +164,13 @@ class Worker:
             if self._run_task is not None:
                 self._run_task.uncancel()
             self.state.set_exit_code(self._tripped.exit_code)
-        except ConfigurationError as exc:
-            self._refuse(exc)
         except Exception:
-            # A sibling crash (already logged by its guard) or a failing scope teardown.
-            events.emit(events.WORKER_SIBLING_CRASHED, logging.ERROR, exc_info=True, loop="worker")
+            # A sibling crash (its guard logged it and set the code) or a failing
+            # scope teardown (logged here).
+            if self.state.exit_code is None:
+                events.emit(
+                    events.WORKER_SIBLING_CRASHED, logging.ERROR, exc_info=True, loop="worker"
+                )
             self.state.set_exit_code(ExitCode.ERROR)
         finally:
             await startup.deregister(self.state)
@@ -169,8 +178,8 @@ class Worker:
         events.emit(events.WORKER_STOPPED, worker_id=self.worker_id, exit_code=code)
         return code
 
-    def _refuse(self, exc: Exception) -> int:
-        self.problem = str(exc)
+    def _refuse(self, exc: Exception, *, what: str = "") -> int:
+        self.problem = f"{what}{exc}"
         events.emit(events.WORKER_CONFIG_ERROR, logging.ERROR, error=self.problem)
         self.state.set_exit_code(ExitCode.ERROR)
         return int(ExitCode.ERROR)
@@ -313,7 +322,5 @@ def _finish_flush(
 
 
 def _no_dependencies() -> DependenciesLike:
-    from taskq.app.di import Dependencies
-
-    deps: DependenciesLike = Dependencies()
+    deps: DependenciesLike = Dependencies()  # no providers: fine for actors without dependencies
     return deps

@@ -90,7 +90,7 @@ class ShutdownOrchestrator:
         """A shutdown signal (SIGTERM, SIGINT, until-idle, a test). Call on the loop."""
         if self.state.shutdown_started_at is None:
             self.state.shutdown_started_at = self.state.clock.monotonic()
-        events.emit(events.SHUTDOWN_SIGNAL, logging.WARNING, signal=reason)
+        events.emit(events.SHUTDOWN_SIGNAL, signal=reason)
         self._requests.append(reason)
         self._requested.set()
 
@@ -122,7 +122,6 @@ class ShutdownOrchestrator:
         if self.machine.phase is not before:
             events.emit(
                 events.SHUTDOWN_PHASE,
-                logging.WARNING,
                 phase=self.machine.phase.name,
                 in_flight=self.state.active.busy,
                 signals=self.machine.signals,

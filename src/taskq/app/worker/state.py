@@ -24,13 +24,36 @@ from taskq.ports.queue_store import QueueStore
 CancelReason = Literal["request", "shutdown", "lease_lost"]
 
 
+class CancelEvent(asyncio.Event):
+    """A job's ``ctx.cancel_event`` that remembers whether the actor saw it set.
+
+    ``observed`` turns true when the actor reads it as set (``is_set()``, which
+    ``ctx.cancelled`` calls, also from a sync actor's thread) or a ``wait()``
+    on it returns. It tells a cooperative early return (the actor stopped
+    because it was asked to) from a job that simply finished.
+    """
+
+    observed = False
+
+    def is_set(self) -> bool:
+        value = super().is_set()
+        if value:
+            self.observed = True
+        return value
+
+    async def wait(self) -> Literal[True]:
+        result = await super().wait()
+        self.observed = True
+        return result
+
+
 @dataclass(eq=False)
 class ActiveJob:
     """One job a consumer marked started and is executing (the ActiveJobRegistry entry)."""
 
     job: ClaimedJob
     ref: ActorLike
-    cancel_event: asyncio.Event = field(default_factory=asyncio.Event)
+    cancel_event: CancelEvent = field(default_factory=CancelEvent)
     task: asyncio.Task[Any] | None = None
     cancel_reason: CancelReason | None = None
     forced: bool = False

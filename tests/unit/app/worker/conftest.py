@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator
 
 import pytest
+from tests.unit.app.worker.harness import cancel_leftover_workers
 
 from taskq.adapters.memory import FakeClock, MemoryBackend, MemoryQueueStore
 from taskq.app.worker.events import LOGGER_NAME
@@ -29,3 +31,9 @@ def client(backend: MemoryBackend) -> MemoryQueueStore:
 @pytest.fixture(autouse=True)
 def _capture_worker_logs(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG, logger=LOGGER_NAME)
+
+
+@pytest.fixture(autouse=True)
+async def _no_leftover_workers() -> AsyncIterator[None]:
+    yield
+    await cancel_leftover_workers()

@@ -7,7 +7,7 @@ import logging
 import random
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -22,6 +22,7 @@ from taskq.app.worker.protocols import ActorLike
 from taskq.app.worker.runtime import _finish_flush, _start_flush
 from taskq.app.worker.state import WorkerState
 from taskq.domain.job import Job
+from taskq.ports.queue_store import QueueStore
 
 
 def make_settings(**values: Any) -> WorkerSettings:
@@ -29,9 +30,11 @@ def make_settings(**values: Any) -> WorkerSettings:
     return WorkerSettings.load_from_dict({"max_concurrency": 4, **values})
 
 
-def memory_ports(backend: MemoryBackend, clock: FakeClock) -> WorkerPorts:
+def memory_ports(
+    backend: MemoryBackend, clock: FakeClock, store: QueueStore | None = None
+) -> WorkerPorts:
     return WorkerPorts(
-        store=backend.store(),
+        store=store if store is not None else backend.store(),
         leader_lock=backend.leader_lock(),
         notifier=backend.notifier(),
         rate_limiter=backend.rate_limiter(),
@@ -40,7 +43,13 @@ def memory_ports(backend: MemoryBackend, clock: FakeClock) -> WorkerPorts:
 
 
 class WorkerRun:
-    """One worker process on a shared memory backend, run as a task on the test's loop."""
+    """One worker process on a shared memory backend, run as a task on the test's loop.
+
+    Every instance is remembered so the test teardown can cancel a worker a
+    failing test left running (see ``conftest``).
+    """
+
+    instances: ClassVar[list[WorkerRun]] = []
 
     def __init__(
         self,
@@ -48,10 +57,12 @@ class WorkerRun:
         clock: FakeClock,
         registry: Mapping[str, ActorLike],
         settings: WorkerSettings | None = None,
+        *,
+        store: Any = None,
         **options: Any,
     ) -> None:
         self.clock = clock
-        self.ports = memory_ports(backend, clock)
+        self.ports = memory_ports(backend, clock, store)
         self.hard_exits: list[int] = []
         self.worker = Worker(
             settings or make_settings(),
@@ -63,12 +74,11 @@ class WorkerRun:
             **options,
         )
         self.task: asyncio.Task[int] | None = None
+        WorkerRun.instances.append(self)
 
     @property
     def store(self) -> MemoryQueueStore:
-        store = self.ports.store
-        assert isinstance(store, MemoryQueueStore)
-        return store
+        return self.ports.store  # type: ignore[return-value]
 
     @property
     def state(self) -> WorkerState:
@@ -120,9 +130,7 @@ async def job(store: MemoryQueueStore, job_id: int) -> Job:
 def events_named(caplog: pytest.LogCaptureFixture, name: str) -> list[logging.LogRecord]:
     """The worker's structured records with event ``name``, oldest first."""
     return [
-        r
-        for r in caplog.records
-        if r.name == LOGGER_NAME and getattr(r, "event", None) == name
+        r for r in caplog.records if r.name == LOGGER_NAME and getattr(r, "event", None) == name
     ]
 
 
@@ -130,3 +138,27 @@ def fields(record: logging.LogRecord) -> dict[str, Any]:
     value = getattr(record, "fields", None)
     assert isinstance(value, dict)
     return value
+
+
+async def cancel_leftover_workers() -> None:
+    """Cancel the workers a test left running (after a failed assertion)."""
+    runs, WorkerRun.instances = WorkerRun.instances, []
+    tasks = [r.task for r in runs if r.task is not None and not r.task.done()]
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
+# -- importable targets for TASKQ_DRIVER / --actors specs in tests ----------------------
+
+
+def not_ports(settings: WorkerSettings) -> object:
+    """A TASKQ_DRIVER factory that returns the wrong thing."""
+    return {"store": None}
+
+
+async def async_memory_ports(settings: WorkerSettings) -> WorkerPorts:
+    """An async TASKQ_DRIVER factory (awaited by the composition root)."""
+    from taskq.app.composition import memory_worker_ports
+
+    return memory_worker_ports(settings)

@@ -1,9 +1,11 @@
 -- Claiming due work (JobClaimer): the dispatch claim, start marks, release, drain.
 --
--- The claim computes exactly taskq.domain.dispatch.select_for_dispatch in one statement.
--- Common case (only strict_fifo queues, no capped actor): per requested queue, an index
--- scan of jobs_dispatch_idx in dispatch order with LIMIT, locked with SKIP LOCKED, merged.
--- Otherwise a bounded candidate set that provably holds everything the model can take:
+-- A claim computes exactly taskq.domain.dispatch.select_for_dispatch.
+-- claim_fifo, the common case (only strict_fifo queues, no capped actor): per requested
+-- queue an index scan of jobs_dispatch_idx in dispatch order with LIMIT, locked with
+-- SKIP LOCKED, merged. It reads the queue modes and capped actors itself and claims
+-- nothing when either applies; then claim_mixed runs, on a bounded candidate set that
+-- provably holds everything the model can take:
 --   (a) uncapped actors: per requested strict_fifo queue its top :limit jobs (their union
 --       holds the top :limit of the one strict_fifo cohort); on round_robin queues every
 --       due job ranked in its fairness cohort, kept up to rank :limit;
@@ -18,28 +20,24 @@
 -- serialise, and a claim whose snapshot predates another claim's commit finds the
 -- newer version, takes none of that actor's jobs this time, and never overshoots.
 
--- name: claim
--- One round trip; the fast path is gated by one-time filters so the slow CTEs never run for it.
+-- name: claim_fifo
+-- Small on purpose (cheap to plan every time): one index scan per queue; the first row says whether the claim was simple enough for it.
 WITH req AS MATERIALIZED (
     SELECT coalesce(:now::timestamptz, now()) AS now
 ),
-cfg AS MATERIALIZED (
-    -- Capped requested actors, re-read on every claim; xmin is the row version counted under.
-    SELECT ac.actor, ac.max_concurrent, ac.xmin AS version
-    FROM {schema}.actor_config ac
-    WHERE ac.actor = ANY (:actors::text[]) AND ac.max_concurrent IS NOT NULL
-),
-rr AS MATERIALIZED (
-    -- Requested round_robin queues, re-read on every claim; a queue without a row is strict_fifo.
-    SELECT qm.name
-    FROM {schema}.queues qm
-    WHERE qm.name = ANY (:queues::text[]) AND qm.mode = 'round_robin'
-),
 simple AS MATERIALIZED (
-    SELECT NOT EXISTS (SELECT 1 FROM cfg) AND NOT EXISTS (SELECT 1 FROM rr) AS yes
+    -- Re-read on every claim: a capped actor or a round_robin queue needs claim_mixed.
+    SELECT NOT EXISTS (
+               SELECT 1 FROM {schema}.actor_config ac
+               WHERE ac.actor = ANY (:actors::text[]) AND ac.max_concurrent IS NOT NULL
+           )
+       AND NOT EXISTS (
+               SELECT 1 FROM {schema}.queues qm
+               WHERE qm.name = ANY (:queues::text[]) AND qm.mode = 'round_robin'
+           ) AS yes
 ),
-fast AS (
-    SELECT c.id, c.priority, c.scheduled_at
+picked AS MATERIALIZED (
+    SELECT c.id, row_number() OVER (ORDER BY c.priority DESC, c.scheduled_at, c.id) AS ord
     FROM unnest(:queues::text[]) AS q(name)
     CROSS JOIN LATERAL (
         SELECT j.id, j.priority, j.scheduled_at
@@ -55,6 +53,43 @@ fast AS (
     WHERE (SELECT s.yes FROM simple s)
     ORDER BY c.priority DESC, c.scheduled_at, c.id
     LIMIT :limit
+),
+claimed AS (
+    -- = ANY (ARRAY(...)): at most :limit primary-key probes, whatever the estimates say.
+    UPDATE {schema}.jobs j
+    SET status = 'running',
+        locked_by = :worker_id::text,
+        lock_expires_at = (SELECT r.now FROM req r) + :lease::interval,
+        fencing_token = j.fencing_token + 1,
+        attempt = j.attempt + 1,
+        started_at = NULL
+    WHERE j.id = ANY (ARRAY(SELECT p.id FROM picked p))
+    RETURNING j.id, j.queue, j.actor, j.payload::text AS payload, j.priority, j.attempt,
+              j.max_attempts, j.fencing_token, j.scheduled_at, j.lock_expires_at,
+              j.schedule_to_close, j.fairness_key, j.metadata::text AS metadata, j.trace_id,
+              j.span_id
+)
+SELECT s.yes AS simple, cl.*
+FROM simple s
+LEFT JOIN (claimed cl JOIN picked p ON p.id = cl.id) ON true
+ORDER BY p.ord
+
+-- name: claim_mixed
+-- The exact model when a round_robin queue or a capped actor is involved; every CTE is bounded by :limit or a residual except the round-robin ranking.
+WITH req AS MATERIALIZED (
+    SELECT coalesce(:now::timestamptz, now()) AS now
+),
+cfg AS MATERIALIZED (
+    -- Capped requested actors, re-read on every claim; xmin is the row version counted under.
+    SELECT ac.actor, ac.max_concurrent, ac.xmin AS version
+    FROM {schema}.actor_config ac
+    WHERE ac.actor = ANY (:actors::text[]) AND ac.max_concurrent IS NOT NULL
+),
+rr AS MATERIALIZED (
+    -- Requested round_robin queues, re-read on every claim; a queue without a row is strict_fifo.
+    SELECT qm.name
+    FROM {schema}.queues qm
+    WHERE qm.name = ANY (:queues::text[]) AND qm.mode = 'round_robin'
 ),
 running AS MATERIALIZED (
     SELECT cf.actor, cf.version,
@@ -162,24 +197,17 @@ ordered AS (
            ) AS ord
     FROM rounds rd
 ),
-picked AS (
+picked AS MATERIALIZED (
     -- Round-robin candidates were read unlocked: lock the picks, skipping any another
     -- claimer took meanwhile (the claim then returns fewer, never a taken job).
     SELECT j.id, o.ord
     FROM ordered o
     JOIN {schema}.jobs j ON j.id = o.id
-    WHERE NOT (SELECT s.yes FROM simple s)
-      AND o.ord <= :limit
-      AND j.status = 'pending'
+    WHERE o.ord <= :limit AND j.status = 'pending'
     FOR UPDATE OF j SKIP LOCKED
 ),
-chosen AS (
-    SELECT f.id, row_number() OVER (ORDER BY f.priority DESC, f.scheduled_at, f.id) AS ord
-    FROM fast f
-    UNION ALL
-    SELECT p.id, p.ord FROM picked p
-),
 claimed AS (
+    -- = ANY (ARRAY(...)): at most :limit primary-key probes, whatever the estimates say.
     UPDATE {schema}.jobs j
     SET status = 'running',
         locked_by = :worker_id::text,
@@ -187,14 +215,16 @@ claimed AS (
         fencing_token = j.fencing_token + 1,
         attempt = j.attempt + 1,
         started_at = NULL
-    FROM chosen ch
-    WHERE j.id = ch.id
-    RETURNING ch.ord, j.id, j.queue, j.actor, j.payload::text AS payload, j.priority, j.attempt,
+    WHERE j.id = ANY (ARRAY(SELECT p.id FROM picked p))
+    RETURNING j.id, j.queue, j.actor, j.payload::text AS payload, j.priority, j.attempt,
               j.max_attempts, j.fencing_token, j.scheduled_at, j.lock_expires_at,
               j.schedule_to_close, j.fairness_key, j.metadata::text AS metadata, j.trace_id,
               j.span_id
 )
-SELECT * FROM claimed ORDER BY ord
+SELECT cl.*
+FROM claimed cl
+JOIN picked p ON p.id = cl.id
+ORDER BY p.ord
 
 -- name: mark_started
 -- Owned rows are locked in id order (as by every multi-row owner write) so it cannot deadlock with a heartbeat.

@@ -1,8 +1,11 @@
 -- Writing new jobs (JobEnqueuer).
 --
--- A batch travels as one array per column (unnest keeps input order, so the ascending
--- ids of one statement follow it). JSON values come as text and are cast here, so the
--- store works on any pool whatever jsonb codec it has; tags come as a JSON array text.
+-- A batch travels as one array per column, and its JSON columns (payload, metadata, tags)
+-- as one JSON array document each: one encode on the client and one parse here instead
+-- of one per job. The arrays and documents are expanded in lockstep (unnest and
+-- jsonb_array_elements in the select list stream in input order, so the ascending ids
+-- of one statement follow it); a column no job sets is sent as NULL and pads with NULLs.
+-- JSON never travels as jsonb, so the store works whatever jsonb codec a pool has.
 -- :lock_timeout (text, NULL = leave as is) is set transaction-locally before anything
 -- can wait; :channel/:wake_queue send one wake-up per statement, delivered on commit.
 
@@ -25,26 +28,32 @@ ins AS (
         schedule_to_close, fairness_key, identity_key, idempotency_key, metadata, tags,
         trace_id, span_id
     )
-    SELECT s.queue, s.actor, s.payload::jsonb,
-           CASE WHEN s.scheduled_at > r.now THEN 'scheduled' ELSE 'pending' END,
-           s.priority, s.max_attempts, r.now,
-           CASE WHEN s.scheduled_at > r.now THEN s.scheduled_at ELSE r.now END,
+    SELECT s.queue, s.actor, s.payload,
+           CASE WHEN s.scheduled_at > (SELECT r.now FROM req r) THEN 'scheduled'
+                ELSE 'pending' END,
+           s.priority, s.max_attempts, (SELECT r.now FROM req r),
+           CASE WHEN s.scheduled_at > (SELECT r.now FROM req r) THEN s.scheduled_at
+                ELSE (SELECT r.now FROM req r) END,
            s.schedule_to_close, s.fairness_key, s.identity_key, s.idempotency_key,
-           s.metadata::jsonb,
-           CASE WHEN s.tags IS NULL THEN '{}'::text[]
-                ELSE ARRAY(SELECT jsonb_array_elements_text(s.tags::jsonb)) END,
+           coalesce(s.metadata, '{}'::jsonb),
+           CASE WHEN s.tags IS NULL OR jsonb_array_length(s.tags) = 0 THEN '{}'::text[]
+                ELSE ARRAY(SELECT jsonb_array_elements_text(s.tags)) END,
            s.trace_id, s.span_id
-    FROM req r,
-         unnest(
-             :queue::text[], :actor::text[], :payload::text[], :priority::integer[],
-             :max_attempts::integer[], :scheduled_at::timestamptz[],
-             :schedule_to_close::timestamptz[], :fairness_key::text[], :identity_key::text[],
-             :idempotency_key::text[], :metadata::text[], :tags::text[], :trace_id::text[],
-             :span_id::text[]
-         ) AS s(
-             queue, actor, payload, priority, max_attempts, scheduled_at, schedule_to_close,
-             fairness_key, identity_key, idempotency_key, metadata, tags, trace_id, span_id
-         )
+    -- Set-returning functions in the select list stream in lockstep (no tuplestore to
+    -- spill for big batches); a NULL array or document pads with NULLs.
+    FROM (SELECT unnest(:queue::text[]) AS queue, unnest(:actor::text[]) AS actor,
+                 jsonb_array_elements(:payloads::text::jsonb) AS payload,
+                 unnest(:priority::integer[]) AS priority,
+                 unnest(:max_attempts::integer[]) AS max_attempts,
+                 unnest(:scheduled_at::timestamptz[]) AS scheduled_at,
+                 unnest(:schedule_to_close::timestamptz[]) AS schedule_to_close,
+                 unnest(:fairness_key::text[]) AS fairness_key,
+                 unnest(:identity_key::text[]) AS identity_key,
+                 unnest(:idempotency_key::text[]) AS idempotency_key,
+                 jsonb_array_elements(:metadata::text::jsonb) AS metadata,
+                 jsonb_array_elements(:tags::text::jsonb) AS tags,
+                 unnest(:trace_id::text[]) AS trace_id, unnest(:span_id::text[]) AS span_id
+         ) AS s
     WHERE (SELECT g.open FROM gate g)
     RETURNING id
 ),
@@ -53,7 +62,7 @@ woken AS MATERIALIZED (
     FROM (SELECT 1 FROM ins LIMIT 1) AS any_row
 )
 SELECT (SELECT g.open FROM gate g) AS open,
-       ARRAY(SELECT i.id FROM ins i ORDER BY i.id) AS ids,
+       ARRAY(SELECT i.id FROM ins i) AS ids,
        (SELECT count(*) FROM woken) AS woken
 
 -- name: insert_job_keyed

@@ -1,7 +1,10 @@
 """JobClaimer on Postgres: the dispatch claim, start marks, release, drain.
 
-The claim is one statement (``queries/claim.sql``) that computes exactly what
-``taskq.domain.dispatch.select_for_dispatch`` returns on the same data.
+A claim computes exactly what ``taskq.domain.dispatch.select_for_dispatch``
+returns on the same data (see ``queries/claim.sql``). The common case, only
+strict_fifo queues and no capped actor, is one round trip (``claim_fifo``);
+when a round_robin queue or a capped actor is involved that statement claims
+nothing and says so, and ``claim_mixed`` computes the full model.
 """
 
 from __future__ import annotations
@@ -30,19 +33,23 @@ class ClaimOps(StoreCore):
         actors = list(dict.fromkeys(request.actors))
         if not queues or not actors:
             return []
+        params = {
+            "now": now,
+            "queues": queues,
+            "actors": actors,
+            "limit": request.limit,
+            "worker_id": request.worker_id,
+            "lease": request.lease,
+        }
+        rows = await self._driver.fetch("claim_fifo", **params)
+        if rows and rows[0]["simple"]:
+            return [claimed_from_row(row) for row in rows if row["id"] is not None]
+        # A round_robin queue or a capped actor is involved; claim_fifo took nothing.
         for attempt in range(CONFLICT_RETRIES):
             try:
-                rows = await self._driver.fetch(
-                    "claim",
-                    now=now,
-                    queues=queues,
-                    actors=actors,
-                    limit=request.limit,
-                    worker_id=request.worker_id,
-                    lease=request.lease,
-                )
+                rows = await self._driver.fetch("claim_mixed", **params)
             except TransientConflict:
-                # Two claims serialising on capped actors in a different order; nothing was taken.
+                # Two claims serialising on capped actors in another order; nothing was taken.
                 if attempt + 1 == CONFLICT_RETRIES:
                     raise
                 continue

@@ -29,12 +29,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
-from typing import Final
+from operator import attrgetter
+from typing import Any, Final
 
 from taskq.adapters.postgres.driver import Driver, LockTimeout, TransientConflict, UniqueConflict
 from taskq.adapters.postgres.schema import Schema
 from taskq.adapters.postgres.store.base import CONFLICT_RETRIES, LockBudgets, lock_timeout_text
-from taskq.adapters.postgres.store.rows import check_aware, dump_json, dump_json_object
+from taskq.adapters.postgres.store.rows import (
+    check_aware,
+    dump_json,
+    dump_json_object,
+    plain_object,
+)
 from taskq.domain.errors import (
     EnqueueRefused,
     IdempotencyKeyLockTimeoutError,
@@ -57,43 +63,85 @@ _LIMITED: Final = _Miss.LIMITED
 _RACED: Final = _Miss.RACED
 
 
-@dataclass(frozen=True, slots=True)
-class _Prepared:
-    """A job with its JSON already serialised (a bad value fails before any write)."""
+def _is_keyed(job: NewJob) -> bool:
+    return job.identity_key is not None or job.idempotency_key is not None
 
-    job: NewJob
-    payload: str
-    metadata: str
+
+def _present_columns(jobs: Sequence[NewJob]) -> frozenset[str]:
+    """The optional columns some job sets (the others travel as NULL); checks timestamps.
+
+    One pass over the batch: naive datetimes fail here (like a naive comparison
+    would), before anything is written.
+    """
+    present: set[str] = set()
+    for job in jobs:
+        if job.scheduled_at is not None:
+            present.add("scheduled_at")
+            if job.scheduled_at.tzinfo is None:
+                raise TypeError(f"NewJob.scheduled_at must be timezone-aware: {job.scheduled_at!r}")
+        if job.schedule_to_close is not None:
+            present.add("schedule_to_close")
+            if job.schedule_to_close.tzinfo is None:
+                raise TypeError(
+                    f"NewJob.schedule_to_close must be timezone-aware: {job.schedule_to_close!r}"
+                )
+        if job.fairness_key is not None:
+            present.add("fairness_key")
+        if job.identity_key is not None:
+            present.add("identity_key")
+        if job.idempotency_key is not None:
+            present.add("idempotency_key")
+        if job.trace_id is not None:
+            present.add("trace_id")
+        if job.span_id is not None:
+            present.add("span_id")
+    return frozenset(present)
+
+
+@dataclass(frozen=True, slots=True)
+class _Documents:
+    """A batch's JSON columns, each one JSON array with an element per job.
+
+    One document per column is one C-level encode here and one parse on the
+    server, instead of one per job. ``metadata``/``tags`` are ``None`` when
+    no job sets them (the column defaults apply). Encoding them is also the
+    validation: a value JSON cannot hold fails before anything is written.
+    """
+
+    payloads: str
+    metadata: str | None
     tags: str | None
 
-    @property
-    def keyed(self) -> bool:
-        return self.job.identity_key is not None or self.job.idempotency_key is not None
-
-
-def _prepare(jobs: Sequence[NewJob]) -> list[_Prepared]:
-    prepared: list[_Prepared] = []
-    for job in jobs:
-        for name in ("scheduled_at", "schedule_to_close"):
-            value: datetime | None = getattr(job, name)
-            if value is not None and value.tzinfo is None:
-                raise TypeError(f"NewJob.{name} must be timezone-aware, got {value!r}")
-        tags = dump_json(list(job.tags)) if job.tags else None
-        prepared.append(
-            _Prepared(job, dump_json_object(job.payload), dump_json_object(job.metadata), tags)
+    @classmethod
+    def of(cls, jobs: Sequence[NewJob]) -> _Documents:
+        return cls(
+            payloads=dump_json([plain_object(j.payload) for j in jobs]),
+            metadata=(
+                dump_json([plain_object(j.metadata) for j in jobs])
+                if any(j.metadata for j in jobs)
+                else None
+            ),
+            tags=dump_json([list(j.tags) for j in jobs]) if any(j.tags for j in jobs) else None,
         )
-    return prepared
 
 
-def _wake_queue(rows: Sequence[_Prepared]) -> str:
-    """The queue to wake: the one all rows share, else "" (any queue)."""
-    queues = {p.job.queue for p in rows}
+def _optional(jobs: Sequence[NewJob], name: str, present: frozenset[str]) -> list[Any] | None:
+    """A batch column of an optional field; ``None`` (all NULL) when no job sets it."""
+    if name not in present:
+        return None
+    get = attrgetter(name)
+    return [get(j) for j in jobs]
+
+
+def _wake_queue(jobs: Sequence[NewJob]) -> str:
+    """The queue to wake: the one all jobs share, else "" (any queue)."""
+    queues = {j.queue for j in jobs}
     return queues.pop() if len(queues) == 1 else ""
 
 
-def _key_refusal(rows: Sequence[_Prepared], message: str) -> EnqueueRefused:
-    """The lock-timeout refusal naming the key a statement over ``rows`` waited for."""
-    if any(p.job.identity_key is not None for p in rows):
+def _key_refusal(jobs: Sequence[NewJob], message: str) -> EnqueueRefused:
+    """The lock-timeout refusal naming the key a statement over ``jobs`` waited for."""
+    if any(j.identity_key is not None for j in jobs):
         return UniqueForLockTimeoutError(message)
     return IdempotencyKeyLockTimeoutError(message)
 
@@ -122,68 +170,77 @@ class Enqueuer:
     ) -> list[EnqueueResult]:
         """Apply the JobEnqueuer rules to ``jobs`` in input order, all or nothing."""
         check_aware(now)
-        prepared = _prepare(jobs)
-        if not prepared:
+        batch = list(jobs)
+        _present_columns(batch)  # validates every timestamp first
+        documents = _Documents.of(batch)  # and every JSON value
+        if not batch:
             return []
         if not bound:
-            return await self._run(driver, prepared, now, isolate=False)
+            return await self._run(driver, batch, documents, now, isolate=False)
         previous = await driver.fetchval("current_lock_timeout")
         try:
-            return await self._run(driver, prepared, now, isolate=True)
+            return await self._run(driver, batch, documents, now, isolate=True)
         finally:
             # Statements set lock_timeout transaction-locally; give the caller's back.
             with contextlib.suppress(StoreUnavailable):
                 await driver.fetchval("set_lock_timeout", lock_timeout=previous)
 
     async def _run(
-        self, driver: Driver, prepared: list[_Prepared], now: datetime | None, *, isolate: bool
+        self,
+        driver: Driver,
+        batch: list[NewJob],
+        documents: _Documents,
+        now: datetime | None,
+        *,
+        isolate: bool,
     ) -> list[EnqueueResult]:
         for _ in range(CONFLICT_RETRIES):
             try:
                 if isolate:
                     async with driver.transaction() as tx:
-                        outcome = await self._attempt(tx, prepared, now)
+                        outcome = await self._attempt(tx, batch, documents, now)
                 else:
-                    outcome = await self._attempt(driver, prepared, now)
+                    outcome = await self._attempt(driver, batch, documents, now)
             except (UniqueConflict, TransientConflict):
                 continue
             if isinstance(outcome, list):
                 return outcome
-        raise _key_refusal(prepared, "enqueue kept losing races for its keys; retry")
+        raise _key_refusal(batch, "enqueue kept losing races for its keys; retry")
 
     async def _attempt(
-        self, driver: Driver, prepared: list[_Prepared], now: datetime | None
+        self, driver: Driver, batch: list[NewJob], documents: _Documents, now: datetime | None
     ) -> list[EnqueueResult] | _Miss:
-        if not any(p.job.max_pending is not None for p in prepared):
-            if not any(p.keyed for p in prepared):
-                ids = await self._insert(driver, prepared, now, check_limits=True)
+        if not any(j.max_pending is not None for j in batch):
+            if not any(_is_keyed(j) for j in batch):
+                ids = await self._insert(driver, batch, documents, now, check_limits=True)
                 if isinstance(ids, list):
                     return [EnqueueResult(job_id) for job_id in ids]
-            elif len(prepared) == 1:
-                single = await self._insert_keyed(driver, prepared[0], now)
+            elif len(batch) == 1:
+                single = await self._insert_keyed(driver, batch[0], now)
                 if isinstance(single, EnqueueResult):
                     return [single]
                 if single is _RACED:
                     return _RACED
             else:
-                results = await self._lookup_and_insert(driver, prepared, now, locked=False)
+                results = await self._lookup_and_insert(driver, batch, now, locked=False)
                 if isinstance(results, list):
                     return results
-        return await self._locked(driver, prepared, now)
+        return await self._locked(driver, batch, now)
 
     # --- the statements ---------------------------------------------------------------
 
     async def _insert(
         self,
         driver: Driver,
-        rows: Sequence[_Prepared],
+        jobs: Sequence[NewJob],
+        documents: _Documents,
         now: datetime | None,
         *,
         check_limits: bool,
     ) -> list[int] | _Miss:
-        """Insert ``rows`` in order; their ids (ascending = input order), or LIMITED."""
-        jobs = [p.job for p in rows]
-        budget = self._key_budget(rows)
+        """Insert ``jobs`` in order; their ids (ascending = input order), or LIMITED."""
+        budget = self._key_budget(jobs)
+        present = _present_columns(jobs)
         try:
             row = await driver.fetchrow(
                 "insert_jobs",
@@ -193,36 +250,36 @@ class Enqueuer:
                 limit_actors=sorted({j.actor for j in jobs}),
                 queue=[j.queue for j in jobs],
                 actor=[j.actor for j in jobs],
-                payload=[p.payload for p in rows],
+                payloads=documents.payloads,
                 priority=[j.priority for j in jobs],
                 max_attempts=[j.max_attempts for j in jobs],
-                scheduled_at=[j.scheduled_at for j in jobs],
-                schedule_to_close=[j.schedule_to_close for j in jobs],
-                fairness_key=[j.fairness_key for j in jobs],
-                identity_key=[j.identity_key for j in jobs],
-                idempotency_key=[j.idempotency_key for j in jobs],
-                metadata=[p.metadata for p in rows],
-                tags=[p.tags for p in rows],
-                trace_id=[j.trace_id for j in jobs],
-                span_id=[j.span_id for j in jobs],
+                scheduled_at=_optional(jobs, "scheduled_at", present),
+                schedule_to_close=_optional(jobs, "schedule_to_close", present),
+                fairness_key=_optional(jobs, "fairness_key", present),
+                identity_key=_optional(jobs, "identity_key", present),
+                idempotency_key=_optional(jobs, "idempotency_key", present),
+                metadata=documents.metadata,
+                tags=documents.tags,
+                trace_id=_optional(jobs, "trace_id", present),
+                span_id=_optional(jobs, "span_id", present),
                 channel=self._schema.wake_channel,
-                wake_queue=_wake_queue(rows),
+                wake_queue=_wake_queue(jobs),
             )
         except LockTimeout as exc:
-            raise _key_refusal(rows, f"gave up waiting for a key lock: {exc}") from exc
+            raise _key_refusal(jobs, f"gave up waiting for a key lock: {exc}") from exc
         assert row is not None
         if not row["open"]:
             return _LIMITED
-        ids = list(row["ids"])
-        if len(ids) != len(rows):
-            raise AssertionError(f"inserted {len(ids)} of {len(rows)} jobs")
+        # Ids come from one sequence in insertion order, so ascending is input order.
+        ids = sorted(row["ids"])
+        if len(ids) != len(jobs):
+            raise AssertionError(f"inserted {len(ids)} of {len(jobs)} jobs")
         return ids
 
     async def _insert_keyed(
-        self, driver: Driver, prepared: _Prepared, now: datetime | None
+        self, driver: Driver, job: NewJob, now: datetime | None
     ) -> EnqueueResult | _Miss:
-        job = prepared.job
-        budget = self._key_budget([prepared])
+        budget = self._key_budget([job])
         try:
             row = await driver.fetchrow(
                 "insert_job_keyed",
@@ -230,7 +287,7 @@ class Enqueuer:
                 lock_timeout=None if budget is None else lock_timeout_text(budget),
                 queue=job.queue,
                 actor=job.actor,
-                payload=prepared.payload,
+                payload=dump_json_object(job.payload),
                 priority=job.priority,
                 max_attempts=job.max_attempts,
                 scheduled_at=job.scheduled_at,
@@ -238,14 +295,14 @@ class Enqueuer:
                 fairness_key=job.fairness_key,
                 identity_key=job.identity_key,
                 idempotency_key=job.idempotency_key,
-                metadata=prepared.metadata,
-                tags=prepared.tags,
+                metadata=dump_json_object(job.metadata),
+                tags=dump_json(list(job.tags)) if job.tags else None,
                 trace_id=job.trace_id,
                 span_id=job.span_id,
                 channel=self._schema.wake_channel,
             )
         except LockTimeout as exc:
-            raise _key_refusal([prepared], f"gave up waiting for a key lock: {exc}") from exc
+            raise _key_refusal([job], f"gave up waiting for a key lock: {exc}") from exc
         assert row is not None
         if row["existing_id"] is not None:
             return EnqueueResult(row["existing_id"], was_existing=True)
@@ -254,9 +311,9 @@ class Enqueuer:
         return _RACED if row["open"] else _LIMITED
 
     async def _locked(
-        self, driver: Driver, prepared: list[_Prepared], now: datetime | None
+        self, driver: Driver, batch: list[NewJob], now: datetime | None
     ) -> list[EnqueueResult] | _Miss:
-        keys = sorted({self._schema.lock_key(f"max_pending:{p.job.actor}") for p in prepared})
+        keys = sorted({self._schema.lock_key(f"max_pending:{j.actor}") for j in batch})
         async with driver.transaction() as tx:
             try:
                 await tx.fetchval(
@@ -268,36 +325,36 @@ class Enqueuer:
                 raise MaxPendingLockTimeoutError(
                     f"gave up waiting for the max_pending lock: {exc}"
                 ) from exc
-            return await self._lookup_and_insert(tx, prepared, now, locked=True)
+            return await self._lookup_and_insert(tx, batch, now, locked=True)
 
     async def _lookup_and_insert(
-        self, driver: Driver, prepared: list[_Prepared], now: datetime | None, *, locked: bool
+        self, driver: Driver, batch: list[NewJob], now: datetime | None, *, locked: bool
     ) -> list[EnqueueResult] | _Miss:
-        lookup = await self._lookup(driver, prepared, count_waiting=locked)
+        lookup = await self._lookup(driver, batch, count_waiting=locked)
         if not locked and any(v is not None for v in lookup.stored_max_pending.values()):
             return _LIMITED
-        refs, to_insert = self._apply_rules(prepared, lookup, enforce_limits=locked)
+        refs, to_insert = self._apply_rules(batch, lookup, enforce_limits=locked)
         ids: list[int] = []
         if to_insert:
-            inserted = await self._insert(driver, to_insert, now, check_limits=not locked)
+            inserted = await self._insert(
+                driver, to_insert, _Documents.of(to_insert), now, check_limits=not locked
+            )
             if not isinstance(inserted, list):
                 return inserted
             ids = inserted
-        results: list[EnqueueResult] = []
-        for (is_new, value), was_existing in refs:
-            results.append(EnqueueResult(ids[value] if is_new else value, was_existing))
-        return results
+        return [
+            EnqueueResult(ids[value] if is_new else value, was_existing)
+            for (is_new, value), was_existing in refs
+        ]
 
-    async def _lookup(
-        self, driver: Driver, prepared: list[_Prepared], *, count_waiting: bool
-    ) -> _Lookup:
-        keyed = [p.job for p in prepared if p.keyed]
+    async def _lookup(self, driver: Driver, batch: list[NewJob], *, count_waiting: bool) -> _Lookup:
+        keyed = [j for j in batch if _is_keyed(j)]
         rows = await driver.fetch(
             "enqueue_lookup",
             key_actor=[j.actor for j in keyed],
             identity_key=[j.identity_key for j in keyed],
             idempotency_key=[j.idempotency_key for j in keyed],
-            actors=sorted({p.job.actor for p in prepared}),
+            actors=sorted({j.actor for j in batch}),
             count_waiting=count_waiting,
         )
         lookup = _Lookup({}, {}, {}, {})
@@ -314,18 +371,17 @@ class Enqueuer:
 
     @staticmethod
     def _apply_rules(
-        prepared: list[_Prepared], lookup: _Lookup, *, enforce_limits: bool
-    ) -> tuple[list[tuple[_Ref, bool]], list[_Prepared]]:
+        batch: list[NewJob], lookup: _Lookup, *, enforce_limits: bool
+    ) -> tuple[list[tuple[_Ref, bool]], list[NewJob]]:
         """The per-job rules in input order, exactly as the memory adapter applies them.
 
         Returns each job's outcome (a stored id or an insert index, and whether it
-        is an existing job) and the rows to insert. Raises ``MaxPendingExceeded``
+        is an existing job) and the jobs to insert. Raises ``MaxPendingExceeded``
         for the first job over its actor's limit.
         """
         refs: list[tuple[_Ref, bool]] = []
-        to_insert: list[_Prepared] = []
-        for p in prepared:
-            job = p.job
+        to_insert: list[NewJob] = []
+        for job in batch:
             idem = None if job.idempotency_key is None else (job.actor, job.idempotency_key)
             ident = None if job.identity_key is None else (job.actor, job.identity_key)
             if idem is not None and idem in lookup.idempotency:
@@ -340,7 +396,7 @@ class Enqueuer:
                 if limit is not None and lookup.waiting.get(job.actor, 0) >= limit:
                     raise MaxPendingExceeded(job.actor, limit)
             ref: _Ref = (True, len(to_insert))
-            to_insert.append(p)
+            to_insert.append(job)
             lookup.waiting[job.actor] = lookup.waiting.get(job.actor, 0) + 1
             if idem is not None:
                 lookup.idempotency[idem] = ref
@@ -349,12 +405,12 @@ class Enqueuer:
             refs.append((ref, False))
         return refs, to_insert
 
-    def _key_budget(self, rows: Sequence[_Prepared]) -> float | None:
+    def _key_budget(self, jobs: Sequence[NewJob]) -> float | None:
         """The lock budget of an insert that may wait on a key index; None when none can."""
         budgets = []
-        if any(p.job.identity_key is not None for p in rows):
+        if any(j.identity_key is not None for j in jobs):
             budgets.append(self._budgets.unique_ms)
-        if any(p.job.idempotency_key is not None for p in rows):
+        if any(j.idempotency_key is not None for j in jobs):
             budgets.append(self._budgets.idempotency_ms)
         if not budgets:
             return None

@@ -52,16 +52,16 @@ class FinishOps(StoreCore):
         for index, outcome in enumerate(outcomes):
             first.setdefault(outcome.lease, index)
         unique = sorted(first.values())
-        lost = set(
-            await self._finish([outcomes[i] for i in unique], [results[i] for i in unique])
-        )
+        lost = set(await self._finish([outcomes[i] for i in unique], [results[i] for i in unique]))
         return [
             outcome.lease
             for index, outcome in enumerate(outcomes)
             if first[outcome.lease] != index or outcome.lease in lost
         ]
 
-    async def _finish(self, outcomes: Sequence[Finish], results: Sequence[str | None]) -> list[Lease]:
+    async def _finish(
+        self, outcomes: Sequence[Finish], results: Sequence[str | None]
+    ) -> list[Lease]:
         """Write ``outcomes`` in one statement; returns the leases that were not held."""
         rows = await self._driver.fetch(
             "finish_jobs",

@@ -19,6 +19,12 @@ from taskq.domain.job import JSON, AttemptRecord, ClaimedJob, Job
 from taskq.domain.status import JobStatus
 from taskq.ports.store_params import WorkerRecord
 
+# One encoder for every call: json.dumps with options builds a new one each time.
+_encode = json.JSONEncoder(allow_nan=False, separators=(",", ":")).encode
+
+#: An empty JSON object, the default of payload and metadata.
+EMPTY_OBJECT = "{}"
+
 
 def dump_json(value: JSON) -> str:
     """``value`` as JSON text; raises ``TypeError``/``ValueError`` for what JSON cannot hold.
@@ -26,12 +32,19 @@ def dump_json(value: JSON) -> str:
     NaN and infinities are refused (jsonb cannot store them), as the memory
     adapter refuses them, so a bad value fails before anything is written.
     """
-    return json.dumps(value, allow_nan=False, separators=(",", ":"))
+    return _encode(value)
+
+
+def plain_object(value: Mapping[str, JSON]) -> dict[str, JSON]:
+    """A mapping as the ``dict`` the JSON encoder takes (no copy when it already is one)."""
+    return value if type(value) is dict else dict(value)
 
 
 def dump_json_object(value: Mapping[str, JSON]) -> str:
     """A JSON object column value (payload, metadata)."""
-    return dump_json(dict(value))
+    if not value:
+        return EMPTY_OBJECT
+    return _encode(plain_object(value))
 
 
 def dump_optional_json(value: JSON) -> str | None:
@@ -156,6 +169,7 @@ def check_lease(lease: timedelta) -> timedelta:
 
 
 __all__ = [
+    "EMPTY_OBJECT",
     "actor_config_from_row",
     "attempt_from_row",
     "check_aware",
@@ -167,5 +181,6 @@ __all__ = [
     "job_from_row",
     "load_json",
     "load_json_object",
+    "plain_object",
     "worker_from_row",
 ]

@@ -1,0 +1,99 @@
+"""asyncpg pools that TaskQ builds (and therefore owns and closes).
+
+Every TaskQ-built connection:
+- runs with ``jit = off`` (dispatch plans must never depend on JIT; skipped
+  for ``pooled`` connections, since a transaction-mode pooler may refuse
+  unknown startup parameters);
+- has a jsonb codec (``json.dumps``/``json.loads``) for whoever shares the
+  pool; the store itself passes and reads JSON as text and needs none;
+- caches prepared statements with the given ``statement_cache_size``, or not
+  at all when ``pooled`` (a transaction-mode pooler can send a statement's
+  Bind to another server connection than its Parse).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Final
+
+import asyncpg
+
+from taskq.adapters.asyncpg.driver import Connection, Pool
+from taskq.adapters.postgres.dsn import dsn_location
+from taskq.domain.errors import ConfigurationError, StoreUnavailable
+
+DEFAULT_STATEMENT_CACHE_SIZE: Final = 512
+DEFAULT_MAX_CACHED_STATEMENT_LIFETIME: Final = 3600
+#: Seconds to wait for a connection before reporting the database unreachable.
+CONNECT_TIMEOUT: Final = 10.0
+APPLICATION_NAME: Final = "taskq"
+
+
+async def register_jsonb_codec(conn: Connection) -> None:
+    """Decode and encode jsonb as Python values on ``conn`` (the pool's ``init``)."""
+    await conn.set_type_codec(
+        "jsonb", encoder=json.dumps, decoder=json.loads, schema="pg_catalog", format="text"
+    )
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PoolOptions:
+    """How TaskQ builds an asyncpg pool. ``pooled``: a transaction-mode pooler is in between."""
+
+    min_size: int = 1
+    max_size: int = 10
+    statement_cache_size: int = DEFAULT_STATEMENT_CACHE_SIZE
+    max_cached_statement_lifetime: int = DEFAULT_MAX_CACHED_STATEMENT_LIFETIME
+    pooled: bool = False
+    command_timeout: float | None = None
+    connect_timeout: float = CONNECT_TIMEOUT
+
+
+async def create_pool(dsn: str, options: PoolOptions | None = None) -> Pool:
+    """Open a TaskQ-owned pool on ``dsn`` (see the module docstring for its settings).
+
+    Raises ``StoreUnavailable`` naming only host and port when the server
+    cannot be reached, ``ConfigurationError`` for a malformed DSN.
+    """
+    opts = options or PoolOptions()
+    server_settings = {"application_name": APPLICATION_NAME}
+    if not opts.pooled:
+        server_settings["jit"] = "off"
+    where = dsn_location(dsn)
+    try:
+        pool: Pool = await asyncpg.create_pool(
+            dsn,
+            min_size=opts.min_size,
+            max_size=opts.max_size,
+            statement_cache_size=0 if opts.pooled else opts.statement_cache_size,
+            max_cached_statement_lifetime=(
+                0 if opts.pooled else opts.max_cached_statement_lifetime
+            ),
+            command_timeout=opts.command_timeout,
+            timeout=opts.connect_timeout,
+            server_settings=server_settings,
+            init=register_jsonb_codec,
+        )
+    except asyncpg.exceptions.ClientConfigurationError as exc:
+        raise ConfigurationError(f"invalid Postgres DSN for {where}: {_reason(exc)}") from exc
+    except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+        raise StoreUnavailable(f"cannot connect to Postgres at {where}: {_reason(exc)}") from exc
+    except ValueError as exc:  # asyncpg's DSN parser
+        raise ConfigurationError(f"invalid Postgres DSN for {where}: {_reason(exc)}") from exc
+    return pool
+
+
+__all__ = [
+    "CONNECT_TIMEOUT",
+    "DEFAULT_MAX_CACHED_STATEMENT_LIFETIME",
+    "DEFAULT_STATEMENT_CACHE_SIZE",
+    "PoolOptions",
+    "create_pool",
+    "register_jsonb_codec",
+]

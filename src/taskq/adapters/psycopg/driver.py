@@ -1,0 +1,195 @@
+"""The store's :class:`~taskq.adapters.postgres.driver.Driver` on psycopg 3.
+
+:class:`PsycopgPoolDriver` runs each query on a pooled connection (on an
+autocommit connection that is one implicit transaction; on one that is not,
+the pool commits when the connection goes back). :class:`PsycopgConnectionDriver`
+runs on one connection: a transaction's, or a caller's. Errors are translated
+here and nowhere else (see ``postgres.driver`` for the mapping).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any, Final, TypeAlias
+
+import psycopg
+from psycopg.pq import TransactionStatus
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool
+
+from taskq.adapters.postgres.driver import (
+    SQLSTATE_DEADLOCK,
+    SQLSTATE_LOCK_NOT_AVAILABLE,
+    SQLSTATE_SERIALIZATION,
+    SQLSTATE_UNIQUE_VIOLATION,
+    Driver,
+    LockTimeout,
+    Row,
+    TransientConflict,
+    UniqueConflict,
+    store_queries,
+    unavailable_sqlstate,
+    value_sqlstate,
+)
+from taskq.adapters.postgres.schema import Schema
+from taskq.adapters.postgres.sql_loader import PsycopgQuery
+from taskq.domain.errors import StoreUnavailable
+
+#: psycopg's pool and connection types (generic only to the type checker).
+Pool: TypeAlias = "AsyncConnectionPool[Any]"
+Connection: TypeAlias = "psycopg.AsyncConnection[Any]"
+
+_savepoints: Final = itertools.count(1)
+
+
+def render_store_queries(schema: Schema) -> Mapping[str, PsycopgQuery]:
+    """Every store query rendered for psycopg in ``schema``."""
+    return {name: query.for_psycopg(schema) for name, query in store_queries().items()}
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+@contextmanager
+def translated() -> Iterator[None]:
+    """Translate psycopg and socket errors into domain errors and the driver signals."""
+    try:
+        yield
+    except psycopg.Error as exc:
+        state = exc.sqlstate
+        reason = _first_line(exc)
+        if state == SQLSTATE_LOCK_NOT_AVAILABLE:
+            raise LockTimeout(f"lock wait timed out: {reason}") from exc
+        if state == SQLSTATE_UNIQUE_VIOLATION:
+            raise UniqueConflict(reason, exc.diag.constraint_name) from exc
+        if state in (SQLSTATE_DEADLOCK, SQLSTATE_SERIALIZATION):
+            raise TransientConflict(f"transaction conflict: {reason}") from exc
+        if unavailable_sqlstate(state):
+            raise StoreUnavailable(f"Postgres is unavailable: {reason}") from exc
+        if value_sqlstate(state):
+            raise ValueError(f"Postgres cannot store a value: {reason}") from exc
+        if state is None and isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
+            # No SQLSTATE: the connection or the pool failed, not a statement.
+            raise StoreUnavailable(f"lost the Postgres connection: {reason}") from exc
+        raise
+    except OSError as exc:
+        raise StoreUnavailable(f"lost the Postgres connection: {_first_line(exc)}") from exc
+
+
+class PsycopgConnectionDriver:
+    """Runs store queries on one connection; never closes it."""
+
+    def __init__(self, conn: Connection, queries: Mapping[str, PsycopgQuery]) -> None:
+        self._conn = conn
+        self._queries = queries
+
+    async def _run(self, query: str, params: Mapping[str, object]) -> list[dict[str, Any]]:
+        q = self._queries[query]
+        with translated():
+            async with self._conn.cursor(row_factory=dict_row) as cur:
+                await cur.execute(q.sql, q.bind(params))
+                return await cur.fetchall() if cur.description is not None else []
+
+    async def fetch(self, query: str, /, **params: object) -> Sequence[Row]:
+        return await self._run(query, params)
+
+    async def fetchrow(self, query: str, /, **params: object) -> Row | None:
+        rows = await self._run(query, params)
+        return rows[0] if rows else None
+
+    async def fetchval(self, query: str, /, **params: object) -> Any:
+        rows = await self._run(query, params)
+        return next(iter(rows[0].values())) if rows else None
+
+    async def execute(self, query: str, /, **params: object) -> None:
+        await self._run(query, params)
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Driver]:
+        """A savepoint inside the connection's transaction; a transaction when it has none.
+
+        On a connection that is not in autocommit a transaction is always
+        open or opened implicitly (psycopg's rule), and it stays the caller's
+        to commit: only a savepoint is used then.
+        """
+        conn = self._conn
+        idle = conn.info.transaction_status == TransactionStatus.IDLE
+        if conn.autocommit and idle:
+            with translated():
+                async with conn.transaction():
+                    yield self
+            return
+        name = f"taskq_sp_{next(_savepoints)}"
+        with translated():
+            await conn.execute(f"SAVEPOINT {name}")
+        try:
+            yield self
+        except BaseException:
+            if not conn.closed:
+                with translated():
+                    await conn.execute(f"ROLLBACK TO SAVEPOINT {name}")
+                    await conn.execute(f"RELEASE SAVEPOINT {name}")
+            raise
+        with translated():
+            await conn.execute(f"RELEASE SAVEPOINT {name}")
+
+
+class PsycopgPoolDriver:
+    """Runs each store query on a pooled connection; a transaction holds one connection.
+
+    ``pool`` is awaited on first use, so a store can be made before its pool
+    is open (the pool is created lazily from a DSN).
+    """
+
+    def __init__(
+        self, pool: Callable[[], Awaitable[Pool]], queries: Mapping[str, PsycopgQuery]
+    ) -> None:
+        self._pool = pool
+        self._queries = queries
+
+    async def _run(self, query: str, params: Mapping[str, object]) -> list[dict[str, Any]]:
+        q = self._queries[query]
+        args = q.bind(params)
+        pool = await self._pool()
+        with translated():
+            async with (
+                pool.connection() as conn,
+                conn.cursor(row_factory=dict_row) as cur,
+            ):
+                await cur.execute(q.sql, args)
+                return await cur.fetchall() if cur.description is not None else []
+
+    async def fetch(self, query: str, /, **params: object) -> Sequence[Row]:
+        return await self._run(query, params)
+
+    async def fetchrow(self, query: str, /, **params: object) -> Row | None:
+        rows = await self._run(query, params)
+        return rows[0] if rows else None
+
+    async def fetchval(self, query: str, /, **params: object) -> Any:
+        rows = await self._run(query, params)
+        return next(iter(rows[0].values())) if rows else None
+
+    async def execute(self, query: str, /, **params: object) -> None:
+        await self._run(query, params)
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Driver]:
+        pool = await self._pool()
+        with translated():
+            async with pool.connection() as conn, conn.transaction():
+                yield PsycopgConnectionDriver(conn, self._queries)
+
+
+__all__ = [
+    "Connection",
+    "Pool",
+    "PsycopgConnectionDriver",
+    "PsycopgPoolDriver",
+    "render_store_queries",
+    "translated",
+]

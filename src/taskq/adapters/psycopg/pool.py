@@ -1,0 +1,113 @@
+"""psycopg pools that TaskQ builds (and therefore owns and closes).
+
+Every TaskQ-built connection is in autocommit (one statement, one round trip;
+the store opens transactions explicitly where it needs them), runs with
+``jit = off`` (dispatch plans must never depend on JIT; skipped for ``pooled``
+connections, since a transaction-mode pooler may refuse startup options), and
+prepares statements after ``prepare_threshold`` uses, or never when
+``pooled`` (a transaction-mode pooler can send a statement's execution to
+another server connection than its preparation). psycopg already returns
+jsonb as Python values; the store itself passes and reads JSON as text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+from psycopg_pool import AsyncConnectionPool
+
+from taskq.adapters.postgres.dsn import dsn_location
+from taskq.adapters.psycopg.driver import Pool
+from taskq.domain.errors import ConfigurationError, StoreUnavailable
+
+DEFAULT_PREPARE_THRESHOLD: Final = 5
+DEFAULT_PREPARED_MAX: Final = 512
+#: Seconds to wait for the pool's first connections before reporting the database unreachable.
+CONNECT_TIMEOUT: Final = 10.0
+APPLICATION_NAME: Final = "taskq"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PoolOptions:
+    """How TaskQ builds a psycopg pool. ``pooled``: a transaction-mode pooler is in between.
+
+    ``statement_cache_size`` bounds the prepared statements per connection
+    (psycopg's ``prepared_max``); ``0`` or ``pooled`` prepares nothing.
+    """
+
+    min_size: int = 1
+    max_size: int = 10
+    statement_cache_size: int = DEFAULT_PREPARED_MAX
+    prepare_threshold: int = DEFAULT_PREPARE_THRESHOLD
+    pooled: bool = False
+    connect_timeout: float = CONNECT_TIMEOUT
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def connection_kwargs(dsn: str, options: PoolOptions) -> dict[str, Any]:
+    """The ``connect()`` keyword arguments of every pooled connection."""
+    no_cache = options.pooled or options.statement_cache_size <= 0
+    kwargs: dict[str, Any] = {
+        "autocommit": True,
+        "prepare_threshold": None if no_cache else options.prepare_threshold,
+        "application_name": APPLICATION_NAME,
+    }
+    if not options.pooled:
+        # Keep any options the DSN carries; a keyword would replace them.
+        given = str(conninfo_to_dict(dsn).get("options") or "")
+        kwargs["options"] = f"{given} -c jit=off".strip()
+    return kwargs
+
+
+async def create_pool(dsn: str, options: PoolOptions | None = None) -> Pool:
+    """Open a TaskQ-owned pool on ``dsn`` (see the module docstring for its settings).
+
+    Raises ``StoreUnavailable`` naming only host and port when the server
+    cannot be reached, ``ConfigurationError`` for a malformed DSN.
+    """
+    opts = options or PoolOptions()
+    where = dsn_location(dsn)
+    try:
+        kwargs = connection_kwargs(dsn, opts)
+    except psycopg.ProgrammingError as exc:
+        raise ConfigurationError(f"invalid Postgres DSN for {where}: {_reason(exc)}") from exc
+    prepared_max = max(opts.statement_cache_size, 1)
+
+    async def configure(conn: psycopg.AsyncConnection[Any]) -> None:
+        conn.prepared_max = prepared_max
+
+    pool: Pool = AsyncConnectionPool(
+        dsn,
+        min_size=opts.min_size,
+        max_size=opts.max_size,
+        kwargs=kwargs,
+        configure=configure,
+        open=False,
+        name="taskq",
+    )
+    try:
+        await pool.open(wait=True, timeout=opts.connect_timeout)
+    except psycopg.ProgrammingError as exc:
+        await pool.close()
+        raise ConfigurationError(f"invalid Postgres DSN for {where}: {_reason(exc)}") from exc
+    except (psycopg.Error, OSError) as exc:
+        await pool.close()
+        raise StoreUnavailable(f"cannot connect to Postgres at {where}: {_reason(exc)}") from exc
+    return pool
+
+
+__all__ = [
+    "CONNECT_TIMEOUT",
+    "DEFAULT_PREPARED_MAX",
+    "DEFAULT_PREPARE_THRESHOLD",
+    "PoolOptions",
+    "connection_kwargs",
+    "create_pool",
+]

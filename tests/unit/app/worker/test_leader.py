@@ -1,0 +1,162 @@
+"""The maintenance leader on a fake clock: one leader, sweeps, loss, daily prune."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from pydantic import BaseModel
+from tests.unit.app.worker.harness import WorkerRun, events_named, fields, job, make_settings
+
+from taskq.adapters.memory import FakeClock, MemoryBackend, MemoryQueueStore
+from taskq.app.actors import actor
+from taskq.app.worker import events
+from taskq.domain.job import NewJob
+from taskq.domain.status import JobStatus
+from taskq.ports.store_params import ClaimRequest, WorkerInfo
+
+
+class Ping(BaseModel):
+    n: int
+
+
+@actor
+async def pong(payload: Ping) -> int:
+    return payload.n
+
+
+REGISTRY = {"pong": pong}
+
+
+async def test_only_one_of_two_workers_leads(backend: MemoryBackend, clock: FakeClock) -> None:
+    """Two workers on one backend: exactly one is leader; when it stops, the other takes over."""
+    first = WorkerRun(backend, clock, REGISTRY)
+    second = WorkerRun(backend, clock, REGISTRY)
+    await first.start()
+    await second.start()
+    assert (first.state.is_leader, second.state.is_leader) == (True, False)
+    assert await first.stop() == 0
+    await second.advance(10)  # the next election round
+    assert second.state.is_leader
+    assert await second.stop() == 0
+
+
+async def test_sweep_reclaims_a_dead_workers_job(
+    backend: MemoryBackend,
+    clock: FakeClock,
+    client: MemoryQueueStore,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A dead worker's job is re-pended once its lease expires, then run here."""
+    job_id = (await client.enqueue(pong.new_job({"n": 3}, now=clock.now()))).job_id
+    dead = backend.store()
+    await dead.register_worker(
+        WorkerInfo(worker_id="dead", hostname="h", pid=1, queues=["default"])
+    )
+    [claimed] = await dead.claim(
+        ClaimRequest(
+            worker_id="dead",
+            queues=["default"],
+            actors=["pong"],
+            limit=1,
+            lease=timedelta(seconds=60),
+        )
+    )
+    run = WorkerRun(backend, clock, REGISTRY)
+    await run.start()
+    assert (await job(client, job_id)).status is JobStatus.RUNNING
+    await run.advance(89)  # lease expires at 60; sweeps run every 30 s (0, 30, 60, 90)
+    assert (await job(client, job_id)).status is JobStatus.RUNNING
+    await run.advance(1)
+    done = await job(client, job_id)
+    assert done.status is JobStatus.SUCCEEDED
+    assert done.attempt == 2
+    assert done.fencing_token != claimed.fencing_token
+    [reclaimed] = events_named(caplog, events.LEASES_RECLAIMED)
+    assert fields(reclaimed) == {"repended": [job_id], "crashed": []}
+    await run.advance(120)  # two lock_leases without a heartbeat: the row is gone
+    assert [w.worker_id for w in await client.list_workers()] == [run.worker.worker_id]
+    assert await run.stop() == 0
+
+
+async def test_lost_leadership_stops_the_sub_loops(
+    backend: MemoryBackend, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """When the probe finds the lock gone, the worker stops leading and competes again."""
+    run = WorkerRun(backend, clock, REGISTRY)
+    await run.start()
+    assert run.state.is_leader
+    lock = run.ports.leader_lock
+    assert backend.leader.holder is lock
+    backend.leader.holder = None  # the lock's session died server-side
+    await run.advance(5)  # the next probe
+    assert not run.state.is_leader
+    assert len(events_named(caplog, events.LEADER_LOST)) == 1
+    await run.advance(10)  # the next election round wins again
+    assert run.state.is_leader
+    assert await run.stop() == 0
+
+
+async def test_stranded_actors_are_reported(
+    backend: MemoryBackend,
+    clock: FakeClock,
+    client: MemoryQueueStore,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Waiting jobs of an actor nobody registered are named in a warning every minute."""
+    await client.enqueue(NewJob(actor="retired", payload={}))
+    run = WorkerRun(backend, clock, REGISTRY)
+    await run.start()
+    [stranded] = events_named(caplog, events.STRANDED_ACTORS)
+    assert fields(stranded)["actors"] == {"retired": 1}
+    await run.advance(60)
+    assert len(events_named(caplog, events.STRANDED_ACTORS)) == 2
+    await run.stop()
+
+
+async def test_deadline_sweep_fails_expired_waiting_jobs(
+    backend: MemoryBackend, clock: FakeClock, client: MemoryQueueStore
+) -> None:
+    """A scheduled job whose schedule_to_close passes before it runs is failed by the sweep."""
+    now = clock.now()
+    job_id = (
+        await client.enqueue(
+            pong.new_job(
+                {"n": 1},
+                scheduled_at=now + timedelta(hours=1),
+                schedule_to_close=now + timedelta(seconds=40),
+                now=now,
+            )
+        )
+    ).job_id
+    run = WorkerRun(backend, clock, REGISTRY)
+    await run.start()
+    await run.advance(60)
+    assert (await job(client, job_id)).status is JobStatus.FAILED
+    await run.stop()
+
+
+async def test_prune_runs_daily_at_its_utc_time(caplog: pytest.LogCaptureFixture) -> None:
+    """The prune sweep fires at TASKQ_PRUNE_SCHEDULE_UTC and archives old finished jobs."""
+    clock = FakeClock(datetime(2030, 1, 1, 2, 0, tzinfo=UTC))
+    backend = MemoryBackend(clock=clock)
+    store = backend.store()
+    job_id = (await store.enqueue(pong.new_job({"n": 1}, now=clock.now()))).job_id
+    run = WorkerRun(
+        backend,
+        clock,
+        REGISTRY,
+        make_settings(prune_retention_succeeded="30m", archive_retention_period="2h"),
+    )
+    await run.start()
+    assert (await job(store, job_id)).status is JobStatus.SUCCEEDED
+    await run.advance(3600 - 1)  # 02:59:59
+    assert events_named(caplog, events.PRUNE_COMPLETED) == []
+    await run.advance(1)  # 03:00
+    [pruned] = events_named(caplog, events.PRUNE_COMPLETED)
+    assert fields(pruned) == {"archived": 1}
+    assert await store.get(job_id) is None
+    assert job_id in backend.archive
+    await run.advance(3600)  # 04:00: the archive expiry (2 h retention not over yet)
+    assert fields(events_named(caplog, events.ARCHIVE_EXPIRY_COMPLETED)[0]) == {"deleted": 0}
+    await run.stop()

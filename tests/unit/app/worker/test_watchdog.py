@@ -1,0 +1,152 @@
+"""The runtime's watchdog and sibling contract, on a fake clock."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from pydantic import BaseModel
+from tests.unit.app.worker.harness import WorkerRun, events_named, fields, make_settings
+
+from taskq.adapters.memory import FakeClock, MemoryBackend
+from taskq.app.actors import actor
+from taskq.app.worker import events
+from taskq.app.worker.watchdog import ShutdownWatchdog, task_dump
+from taskq.domain.watchdog import Detector, Trip
+
+
+class Empty(BaseModel):
+    pass
+
+
+@actor
+async def nothing(payload: Empty) -> None: ...
+
+
+REGISTRY = {"nothing": nothing}
+
+
+async def test_a_sibling_that_returns_early_breaks_the_contract(
+    backend: MemoryBackend, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A sibling returning with no shutdown in progress sets the shutdown event and raises."""
+    run = WorkerRun(backend, clock, REGISTRY)
+
+    async def returns_at_once() -> None:
+        return None
+
+    with pytest.raises(RuntimeError, match="returned while no shutdown"):
+        await run.worker._guard("rogue", returns_at_once)
+    assert run.state.shutdown_event.is_set()
+    [record] = events_named(caplog, events.WORKER_SIBLING_RETURNED)
+    assert fields(record) == {"loop": "rogue", "detector": "sibling_contract"}
+
+
+async def test_a_sibling_returning_during_shutdown_is_fine(
+    backend: MemoryBackend, clock: FakeClock
+) -> None:
+    """Once a shutdown is in progress a returning sibling is the contract, not a bug."""
+    run = WorkerRun(backend, clock, REGISTRY)
+    run.worker.request_shutdown()
+
+    async def returns_at_once() -> None:
+        return None
+
+    await run.worker._guard("producer", returns_at_once)
+    assert not run.state.shutdown_event.is_set()
+
+
+async def test_a_crashing_sibling_is_counted_and_stops_the_worker(
+    backend: MemoryBackend, clock: FakeClock
+) -> None:
+    """A sibling that raises sets the shutdown event and counts a sibling crash."""
+    run = WorkerRun(backend, clock, REGISTRY)
+
+    async def crashes() -> None:
+        raise ValueError("boom")
+
+    with pytest.raises(ValueError, match="boom"):
+        await run.worker._guard("listener", crashes)
+    assert run.state.shutdown_event.is_set()
+    assert run.state.sibling_crashes == {"listener": 1}
+    assert run.state.exit_code == 1
+
+
+async def test_shutdown_deadline_trips_after_the_termination_grace(
+    backend: MemoryBackend, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A shutdown still running termination_grace_period after the signal trips the watchdog."""
+    run = WorkerRun(backend, clock, REGISTRY)
+    settings = make_settings().watchdog
+    trips: list[Trip] = []
+    watchdog = ShutdownWatchdog(
+        run.state,
+        settings=settings,
+        termination_grace_period=75.0,
+        siblings=lambda: ["consumer-0"],
+        on_trip=trips.append,
+    )
+    task = asyncio.create_task(watchdog.run())
+    run.state.shutdown_started_at = clock.monotonic()
+    await clock.advance_async(74)
+    assert trips == []
+    alive = events_named(caplog, events.WORKER_WATCHDOG_STILL_ALIVE)
+    assert len(alive) == 7  # every dump_interval (10 s)
+    assert fields(alive[0])["siblings"] == ["consumer-0"]
+    await clock.advance_async(1)
+    assert [t.detector for t in trips] == [Detector.SHUTDOWN_DEADLINE]
+    assert task.done()
+
+
+async def test_a_loop_that_stops_ticking_trips_the_stale_detector(
+    backend: MemoryBackend, clock: FakeClock
+) -> None:
+    """A loop whose last tick is older than max(period × factor, floor) trips stale_loop."""
+    run = WorkerRun(backend, clock, REGISTRY)
+    trips: list[Trip] = []
+    watchdog = ShutdownWatchdog(
+        run.state,
+        settings=make_settings().watchdog,
+        termination_grace_period=75.0,
+        siblings=list,
+        on_trip=trips.append,
+    )
+    run.state.liveness.tick("heartbeat", 10.0)  # allowance max(30, 30) = 30 s
+    task = asyncio.create_task(watchdog.run())
+    await clock.advance_async(30)
+    assert trips == []
+    await clock.advance_async(6)
+    assert [t.detector for t in trips] == [Detector.STALE_LOOP]
+    assert "heartbeat" in trips[0].reason
+    await asyncio.gather(task)
+
+
+async def test_soft_trip_ends_run_with_exit_code_2(
+    backend: MemoryBackend, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """With hard_trip off a trip ends Worker.run with 2 after logging the task dump."""
+    run = WorkerRun(backend, clock, REGISTRY)
+    await run.start()
+    run.worker._on_trip(Trip(Detector.STALE_LOOP, "test"))
+    assert await run.finish(within=1) == 2
+    [trip] = events_named(caplog, events.WORKER_WATCHDOG_TRIP)
+    assert fields(trip)["detector"] == "stale_loop"
+    [dump] = events_named(caplog, events.WORKER_TASK_DUMP)
+    assert isinstance(fields(dump)["tasks"], list)
+
+
+async def test_task_dump_names_tasks_and_await_sites() -> None:
+    """The dump lists each task's name, coroutine and frames, never locals."""
+    secret = "do-not-log"
+
+    async def parked() -> None:
+        await asyncio.Event().wait()
+
+    task = asyncio.create_task(parked(), name="taskq-parked")
+    await asyncio.sleep(0)
+    dump = {entry["name"]: entry for entry in task_dump()}
+    assert dump["taskq-parked"]["coroutine"].endswith("parked")
+    assert any("in parked" in frame for frame in dump["taskq-parked"]["frames"])
+    assert secret not in repr(dump)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
