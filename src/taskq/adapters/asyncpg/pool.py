@@ -62,7 +62,9 @@ async def create_pool(dsn: str, options: PoolOptions | None = None) -> Pool:
     cannot be reached, ``ConfigurationError`` for a malformed DSN.
     """
     opts = options or PoolOptions()
-    server_settings = {"application_name": APPLICATION_NAME}
+    server_settings: dict[str, str] = {}
+    if "application_name" not in dsn:  # the DSN's own name wins
+        server_settings["application_name"] = APPLICATION_NAME
     if not opts.pooled:
         server_settings["jit"] = "off"
     where = dsn_location(dsn)

@@ -57,12 +57,13 @@ def connection_kwargs(dsn: str, options: PoolOptions) -> dict[str, Any]:
     kwargs: dict[str, Any] = {
         "autocommit": True,
         "prepare_threshold": None if no_cache else options.prepare_threshold,
-        "application_name": APPLICATION_NAME,
     }
+    # A keyword would replace what the DSN says, so DSN values are kept.
+    given = conninfo_to_dict(dsn)
+    if not given.get("application_name"):
+        kwargs["application_name"] = APPLICATION_NAME
     if not options.pooled:
-        # Keep any options the DSN carries; a keyword would replace them.
-        given = str(conninfo_to_dict(dsn).get("options") or "")
-        kwargs["options"] = f"{given} -c jit=off".strip()
+        kwargs["options"] = f"{given.get('options') or ''} -c jit=off".strip()
     return kwargs
 
 

@@ -75,7 +75,7 @@ LEFT JOIN (claimed cl JOIN picked p ON p.id = cl.id) ON true
 ORDER BY p.ord
 
 -- name: claim_mixed
--- The exact model when a round_robin queue or a capped actor is involved; every CTE is bounded by :limit or a residual except the round-robin ranking.
+-- The exact model when a round_robin queue or a capped actor is involved (bounded by :limit or a residual, except the round-robin ranking); the first row says whether claim_fifo would now do.
 WITH req AS MATERIALIZED (
     SELECT coalesce(:now::timestamptz, now()) AS now
 ),
@@ -130,19 +130,25 @@ fifo_cand AS (
     WHERE q.name NOT IN (SELECT rq.name FROM rr rq)
 ),
 rr_cand AS (
+    -- Every due job of a round_robin queue (one index range per queue), ranked in its
+    -- cohort across those queues; only ranks up to :limit can be dispatched.
     SELECT ranked.id, ranked.queue, ranked.priority, ranked.scheduled_at, ranked.fairness_key
     FROM (
-        SELECT j.id, j.queue, j.priority, j.scheduled_at, j.fairness_key,
+        SELECT c.*,
                row_number() OVER (
-                   PARTITION BY coalesce(nullif(j.fairness_key, ''), '__null__')
-                   ORDER BY j.priority DESC, j.scheduled_at, j.id
+                   PARTITION BY coalesce(nullif(c.fairness_key, ''), '__null__')
+                   ORDER BY c.priority DESC, c.scheduled_at, c.id
                ) AS rank_in_cohort
-        FROM {schema}.jobs j
-        WHERE j.status = 'pending'
-          AND j.queue IN (SELECT rq.name FROM rr rq)
-          AND j.actor = ANY (:actors::text[])
-          AND j.actor NOT IN (SELECT cf.actor FROM cfg cf)
-          AND j.scheduled_at <= (SELECT r.now FROM req r)
+        FROM rr rq
+        CROSS JOIN LATERAL (
+            SELECT j.id, j.queue, j.priority, j.scheduled_at, j.fairness_key
+            FROM {schema}.jobs j
+            WHERE j.status = 'pending'
+              AND j.queue = rq.name
+              AND j.actor = ANY (:actors::text[])
+              AND j.actor NOT IN (SELECT cf.actor FROM cfg cf)
+              AND j.scheduled_at <= (SELECT r.now FROM req r)
+        ) AS c
     ) AS ranked
     WHERE ranked.rank_in_cohort <= :limit
 ),
@@ -221,9 +227,9 @@ claimed AS (
               j.schedule_to_close, j.fairness_key, j.metadata::text AS metadata, j.trace_id,
               j.span_id
 )
-SELECT cl.*
-FROM claimed cl
-JOIN picked p ON p.id = cl.id
+SELECT NOT EXISTS (SELECT 1 FROM cfg) AND NOT EXISTS (SELECT 1 FROM rr) AS simple, cl.*
+FROM (SELECT 1) AS one
+LEFT JOIN (claimed cl JOIN picked p ON p.id = cl.id) ON true
 ORDER BY p.ord
 
 -- name: mark_started
@@ -243,7 +249,8 @@ started AS (
     UPDATE {schema}.jobs j
     SET started_at = coalesce(:now::timestamptz, now())
     FROM owned o
-    WHERE j.id = o.id AND j.started_at IS NULL
+    WHERE j.id = ANY (ARRAY(SELECT ow.id FROM owned ow)) AND j.id = o.id
+      AND j.started_at IS NULL
     RETURNING j.id
 )
 SELECT o.id, o.fencing_token, (SELECT count(*) FROM started) AS started FROM owned o
@@ -261,8 +268,7 @@ drained AS (
     UPDATE {schema}.jobs j
     SET status = 'pending', attempt = greatest(j.attempt - 1, 0),
         locked_by = NULL, lock_expires_at = NULL
-    FROM unstarted u
-    WHERE j.id = u.id
+    WHERE j.id = ANY (ARRAY(SELECT u.id FROM unstarted u))
     RETURNING j.id
 )
 SELECT count(*) AS drained FROM drained

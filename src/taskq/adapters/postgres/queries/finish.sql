@@ -39,7 +39,7 @@ done AS (
         lock_expires_at = NULL
     FROM owned o
     LEFT JOIN {schema}.actor_config ac ON ac.actor = o.actor
-    WHERE j.id = o.id
+    WHERE j.id = ANY (ARRAY(SELECT ow.id FROM owned ow)) AND j.id = o.id
     RETURNING j.id, j.fencing_token
 ),
 recorded AS (
@@ -86,7 +86,7 @@ moved AS (
         locked_by = NULL,
         lock_expires_at = NULL
     FROM owned o
-    WHERE j.id = o.id
+    WHERE j.id = :job_id::bigint AND j.id = o.id
     RETURNING j.id
 ),
 recorded AS (

@@ -5,16 +5,14 @@
 
 -- name: promote_scheduled
 -- scheduled_at is kept: a promoted job competes by the time it became due.
-WITH due AS (
-    SELECT j.id
-    FROM {schema}.jobs j
-    WHERE j.status = 'scheduled' AND j.scheduled_at <= coalesce(:now::timestamptz, now())
-    FOR UPDATE SKIP LOCKED
-),
-promoted AS (
+WITH promoted AS (
     UPDATE {schema}.jobs j SET status = 'pending'
-    FROM due d
-    WHERE j.id = d.id
+    WHERE j.id = ANY (ARRAY(
+        SELECT d.id
+        FROM {schema}.jobs d
+        WHERE d.status = 'scheduled' AND d.scheduled_at <= coalesce(:now::timestamptz, now())
+        FOR UPDATE SKIP LOCKED
+    ))
     RETURNING j.id
 )
 SELECT count(*) AS promoted FROM promoted
@@ -46,7 +44,7 @@ moved AS (
         locked_by = NULL,
         lock_expires_at = NULL
     FROM expired e, req r
-    WHERE j.id = e.id
+    WHERE j.id = ANY (ARRAY(SELECT x.id FROM expired x)) AND j.id = e.id
     RETURNING j.id, e.spent
 ),
 recorded AS (
@@ -86,8 +84,8 @@ failed AS (
             || '+00:00 passed before the job ran',
         locked_by = NULL,
         lock_expires_at = NULL
-    FROM late l, req r
-    WHERE j.id = l.id
+    FROM req r
+    WHERE j.id = ANY (ARRAY(SELECT l.id FROM late l))
     RETURNING j.id
 )
 SELECT f.id FROM failed f ORDER BY f.id

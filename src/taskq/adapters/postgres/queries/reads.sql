@@ -21,18 +21,29 @@ WHERE a.job_id = :job_id::bigint
 ORDER BY a.id
 
 -- name: count_active
--- NULL queues counts every queue; each status term matches a partial index.
-SELECT count(*) AS active
-FROM {schema}.jobs j
-WHERE j.status IN ('pending', 'scheduled', 'running')
-  AND (:queues::text[] IS NULL OR j.queue = ANY (:queues::text[]))
+-- Every queue: index-only scans of the two partial indexes that cover exactly the active rows.
+SELECT (SELECT count(*) FROM {schema}.jobs w WHERE w.status IN ('pending', 'scheduled'))
+     + (SELECT count(*) FROM {schema}.jobs r WHERE r.status = 'running') AS active
+
+-- name: count_active_in
+-- Some queues: one term per status, so each is read through the partial index of that status.
+SELECT (SELECT count(*) FROM {schema}.jobs p
+        WHERE p.status = 'pending' AND p.queue = ANY (:queues::text[]))
+     + (SELECT count(*) FROM {schema}.jobs s
+        WHERE s.status = 'scheduled' AND s.queue = ANY (:queues::text[]))
+     + (SELECT count(*) FROM {schema}.jobs r
+        WHERE r.status = 'running' AND r.queue = ANY (:queues::text[])) AS active
 
 -- name: queue_depths
--- Active statuses only; the core sorts (Python order, not the database collation).
-SELECT j.queue, j.status, count(*) AS count
-FROM {schema}.jobs j
-WHERE j.status IN ('pending', 'scheduled', 'running')
-GROUP BY j.queue, j.status
+-- One term per active status (each reads its partial index); the core sorts in Python order.
+SELECT p.queue, 'pending' AS status, count(*) AS count
+FROM {schema}.jobs p WHERE p.status = 'pending' GROUP BY p.queue
+UNION ALL
+SELECT s.queue, 'scheduled', count(*)
+FROM {schema}.jobs s WHERE s.status = 'scheduled' GROUP BY s.queue
+UNION ALL
+SELECT r.queue, 'running', count(*)
+FROM {schema}.jobs r WHERE r.status = 'running' GROUP BY r.queue
 
 -- name: stranded_actors
 -- Waiting jobs of actors no worker ever registered (no actor_config row).

@@ -10,18 +10,26 @@ retention AS (
     FROM unnest(:statuses::text[], :retentions::interval[]) AS rt(status, keep)
 ),
 doomed AS (
-    SELECT j.id
+    -- One index range of jobs_finished_idx per status, oldest first; the outer LIMIT
+    -- stops pulling (and locking) as soon as the batch is full.
+    SELECT c.id
     FROM retention rt
-    CROSS JOIN req r
-    JOIN {schema}.jobs j ON j.status = rt.status AND j.finished_at < r.now - rt.keep
-    ORDER BY j.finished_at, j.id
+    CROSS JOIN LATERAL (
+        SELECT j.id
+        FROM {schema}.jobs j
+        -- The IN list is jobs_finished_idx's predicate, so the partial index is usable.
+        WHERE j.status = rt.status
+          AND j.status IN ('succeeded', 'failed', 'cancelled', 'abandoned', 'crashed')
+          AND j.finished_at < (SELECT r.now FROM req r) - rt.keep
+        ORDER BY j.finished_at
+        LIMIT :batch_size
+        FOR UPDATE OF j SKIP LOCKED
+    ) AS c
     LIMIT :batch_size
-    FOR UPDATE OF j SKIP LOCKED
 ),
 moved AS (
     DELETE FROM {schema}.jobs j
-    USING doomed d
-    WHERE j.id = d.id
+    WHERE j.id = ANY (ARRAY(SELECT d.id FROM doomed d))
     RETURNING j.*
 ),
 archived AS (
@@ -43,17 +51,23 @@ archived AS (
 )
 SELECT count(*) AS archived FROM archived
 
--- name: expire_archive
--- Hard delete; the attempt history of an archived job goes with it (it has no foreign key).
+-- name: expire_archive_batch
+-- Bounded batches (short transactions); the attempt history of an archived job goes with it (it has no foreign key).
 WITH expired AS (
     DELETE FROM {schema}.jobs_archive a
-    WHERE a.expire_at <= coalesce(:now::timestamptz, now())
+    WHERE a.id = ANY (ARRAY(
+        SELECT x.id
+        FROM {schema}.jobs_archive x
+        WHERE x.expire_at <= coalesce(:now::timestamptz, now())
+        ORDER BY x.expire_at
+        LIMIT :batch_size
+        FOR UPDATE SKIP LOCKED
+    ))
     RETURNING a.id
 ),
 history AS (
     DELETE FROM {schema}.job_attempts h
-    USING expired e
-    WHERE h.job_id = e.id
+    WHERE h.job_id = ANY (ARRAY(SELECT e.id FROM expired e))
     RETURNING h.id
 )
 SELECT count(*) AS expired, (SELECT count(*) FROM history) AS history FROM expired
@@ -70,8 +84,7 @@ WITH expired AS (
 ),
 cleared AS (
     UPDATE {schema}.jobs j SET result = NULL
-    FROM expired e
-    WHERE j.id = e.id
+    WHERE j.id = ANY (ARRAY(SELECT e.id FROM expired e))
     RETURNING j.id
 )
 SELECT count(*) AS cleared FROM cleared

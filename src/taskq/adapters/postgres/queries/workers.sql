@@ -52,8 +52,7 @@ owned AS (
 extended AS (
     UPDATE {schema}.jobs j
     SET lock_expires_at = (SELECT r.now FROM req r) + :lease::interval
-    FROM owned o
-    WHERE j.id = o.id
+    WHERE j.id = ANY (ARRAY(SELECT o.id FROM owned o))
     RETURNING j.id, j.fencing_token, j.cancel_phase, j.cancel_requested_at,
               j.started_at IS NOT NULL AS started
 )
@@ -98,7 +97,7 @@ moved AS (
         locked_by = NULL,
         lock_expires_at = NULL
     FROM owned o, req r
-    WHERE j.id = o.id
+    WHERE j.id = ANY (ARRAY(SELECT ow.id FROM owned ow)) AND j.id = o.id
     RETURNING j.id
 ),
 recorded AS (

@@ -60,6 +60,8 @@ class StoreCore:
         self._budgets = budgets or LockBudgets()
         self._on_close = on_close
         self._closed = False
+        # Claim request shapes (queues, actors) last seen to need claim_mixed.
+        self._mixed_claims: set[tuple[tuple[str, ...], tuple[str, ...]]] = set()
 
     @property
     def schema(self) -> Schema:

@@ -4,13 +4,16 @@ A claim computes exactly what ``taskq.domain.dispatch.select_for_dispatch``
 returns on the same data (see ``queries/claim.sql``). The common case, only
 strict_fifo queues and no capped actor, is one round trip (``claim_fifo``);
 when a round_robin queue or a capped actor is involved that statement claims
-nothing and says so, and ``claim_mixed`` computes the full model.
+nothing and says so, and ``claim_mixed`` computes the full model. The store
+remembers such requests and sends them straight to ``claim_mixed`` (one round
+trip too) until it reports that the simple path would do again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from typing import Final
 
 from taskq.adapters.postgres.driver import TransientConflict
 from taskq.adapters.postgres.store.base import CONFLICT_RETRIES, StoreCore
@@ -20,6 +23,8 @@ from taskq.domain.job import ClaimedJob, Lease
 from taskq.ports.store_params import ClaimRequest
 
 OUTCOME_RELEASED = "released"
+#: How many (queues, actors) request shapes the store remembers as needing claim_mixed.
+MIXED_SHAPES_KEPT: Final = 64
 
 
 class ClaimOps(StoreCore):
@@ -41,10 +46,12 @@ class ClaimOps(StoreCore):
             "worker_id": request.worker_id,
             "lease": request.lease,
         }
-        rows = await self._driver.fetch("claim_fifo", **params)
-        if rows and rows[0]["simple"]:
-            return [claimed_from_row(row) for row in rows if row["id"] is not None]
-        # A round_robin queue or a capped actor is involved; claim_fifo took nothing.
+        shape = (tuple(queues), tuple(actors))
+        if shape not in self._mixed_claims:
+            rows = await self._driver.fetch("claim_fifo", **params)
+            if rows and rows[0]["simple"]:
+                return [claimed_from_row(row) for row in rows if row["id"] is not None]
+        # A round_robin queue or a capped actor is involved (claim_fifo took nothing).
         for attempt in range(CONFLICT_RETRIES):
             try:
                 rows = await self._driver.fetch("claim_mixed", **params)
@@ -53,8 +60,24 @@ class ClaimOps(StoreCore):
                 if attempt + 1 == CONFLICT_RETRIES:
                     raise
                 continue
-            return [claimed_from_row(row) for row in rows]
+            self._remember_shape(shape, mixed=not (rows and rows[0]["simple"]))
+            return [claimed_from_row(row) for row in rows if row["id"] is not None]
         raise AssertionError("unreachable")
+
+    def _remember_shape(
+        self, shape: tuple[tuple[str, ...], tuple[str, ...]], *, mixed: bool
+    ) -> None:
+        """Remember which requests need claim_mixed, so they skip a claim_fifo that takes nothing.
+
+        Only a round trip is at stake: claim_mixed is exact in the simple case
+        too, and it reports when a request has become simple again.
+        """
+        if not mixed:
+            self._mixed_claims.discard(shape)
+            return
+        if len(self._mixed_claims) >= MIXED_SHAPES_KEPT:
+            self._mixed_claims.clear()
+        self._mixed_claims.add(shape)
 
     async def mark_started(
         self, leases: Sequence[Lease], *, now: datetime | None = None

@@ -24,8 +24,10 @@ class ReadOps(StoreCore):
 
     async def count_active(self, queues: Sequence[str] | None = None) -> int:
         self._begin()
-        wanted = None if queues is None else list(queues)
-        active: int = await self._driver.fetchval("count_active", queues=wanted)
+        if queues is None:
+            active: int = await self._driver.fetchval("count_active")
+        else:
+            active = await self._driver.fetchval("count_active_in", queues=list(queues))
         return active
 
     async def queue_depths(self) -> list[QueueDepth]:

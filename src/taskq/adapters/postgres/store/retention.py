@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Final
 
 from taskq.adapters.postgres.store.base import StoreCore
 from taskq.domain.status import TERMINAL, JobStatus
 from taskq.ports.store_params import PrunePolicy
+
+#: Archived jobs deleted per statement by ``expire_archive`` (short transactions).
+ARCHIVE_BATCH: Final = 10_000
 
 
 class RetentionOps(StoreCore):
@@ -39,9 +43,16 @@ class RetentionOps(StoreCore):
                 return total
 
     async def expire_archive(self, *, now: datetime | None = None) -> int:
+        """Delete every expired archived job, ``ARCHIVE_BATCH`` per statement."""
         at = self._begin(now)
-        expired: int = await self._driver.fetchval("expire_archive", now=at)
-        return expired
+        total = 0
+        while True:
+            expired: int = await self._driver.fetchval(
+                "expire_archive_batch", now=at, batch_size=ARCHIVE_BATCH
+            )
+            total += expired
+            if expired < ARCHIVE_BATCH:
+                return total
 
     async def expire_results(self, *, now: datetime | None = None) -> int:
         at = self._begin(now)

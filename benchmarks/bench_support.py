@@ -1,0 +1,125 @@
+"""What every benchmark part shares: the server, a fresh schema per measurement, statistics.
+
+Each measurement runs in its own schema, created (TaskQ's through
+``migrate_up``, the raw baseline's by hand) and dropped afterwards, so no
+measurement sees another's rows, dead tuples or statistics.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Final
+
+import asyncpg
+
+from taskq.app.composition import migrate_up
+
+DEFAULT_DSN: Final = "postgresql://postgres@127.0.0.1:5432/test"
+
+
+def resolve_dsn() -> str:
+    """The server to measure: TASKQ_PG_DSN, else TASKQ_TEST_DSN, else the local default."""
+    return os.environ.get("TASKQ_PG_DSN") or os.environ.get("TASKQ_TEST_DSN") or DEFAULT_DSN
+
+
+def schema_name(label: str) -> str:
+    """A fresh, valid schema name for one measurement (random, so parallel runs never meet)."""
+    return f"bench_{label}_{secrets.token_hex(4)}"
+
+
+async def drop_schema(dsn: str, name: str) -> None:
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+    finally:
+        await conn.close()
+
+
+@asynccontextmanager
+async def taskq_schema(dsn: str, label: str) -> AsyncIterator[str]:
+    """A new schema migrated with ``migrate_up`` (the path operators use); dropped at exit."""
+    name = schema_name(label)
+    await migrate_up(dsn=dsn, schema_name=name)
+    try:
+        yield name
+    finally:
+        await drop_schema(dsn, name)
+
+
+@asynccontextmanager
+async def plain_schema(dsn: str, label: str) -> AsyncIterator[str]:
+    """A new empty schema for the raw baseline; dropped at exit."""
+    name = schema_name(label)
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute(f'CREATE SCHEMA "{name}"')
+    finally:
+        await conn.close()
+    try:
+        yield name
+    finally:
+        await drop_schema(dsn, name)
+
+
+class Stopwatch:
+    """Wall time of a block on the monotonic clock: ``with Stopwatch() as sw: ...; sw.seconds``."""
+
+    def __init__(self) -> None:
+        self.started = 0.0
+        self.seconds = 0.0
+
+    def __enter__(self) -> Stopwatch:
+        self.started = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.seconds = time.perf_counter() - self.started
+
+
+@dataclass(frozen=True, slots=True)
+class DbSpan:
+    """What the database recorded for a drained table: rows done, first start, last finish."""
+
+    done: int
+    total: int
+    first_started: datetime | None
+    last_finished: datetime | None
+
+    @property
+    def seconds(self) -> float:
+        if self.first_started is None or self.last_finished is None:
+            return float("nan")
+        return (self.last_finished - self.first_started).total_seconds()
+
+    @property
+    def rate(self) -> float:
+        seconds = self.seconds
+        return self.done / seconds if seconds > 0 else float("nan")
+
+
+async def db_span(conn: asyncpg.Connection, table: str, done_status: str) -> DbSpan:
+    """Read a drained table's span; ``table`` is a trusted, already-quoted name."""
+    row = await conn.fetchrow(
+        f"SELECT count(*) FILTER (WHERE status = $1) AS done, count(*) AS total,"
+        f" min(started_at) AS first_started, max(finished_at) AS last_finished FROM {table}",
+        done_status,
+    )
+    assert row is not None
+    return DbSpan(row["done"], row["total"], row["first_started"], row["last_finished"])
+
+
+def percentile(values: Sequence[float], pct: float) -> float:
+    """The ``pct`` percentile (0..100) by linear interpolation between closest ranks."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    rank = (len(ordered) - 1) * pct / 100
+    low = int(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)

@@ -1,0 +1,290 @@
+"""TaskQ throughput and latency against a raw-SQL baseline, in one run, on one Postgres.
+
+    python benchmarks/bench_throughput.py [--jobs N] [--drivers asyncpg,psycopg]
+                                          [--concurrency 16] [--quick] [--markdown]
+
+Server: TASKQ_PG_DSN, else TASKQ_TEST_DSN, else postgresql://postgres@127.0.0.1:5432/test.
+Every measurement runs in its own fresh schema (TaskQ's migrated with
+``migrate_up``), dropped afterwards. What is measured (see docs/benchmarks.md):
+
+(a) drain: N no-op jobs bulk-enqueued, then drained by one ``taskq worker
+    --until-idle --max-concurrency C`` process per driver; jobs/s from the first
+    started_at to the last finished_at in the database (wall time with startup
+    shown too). Then the plan check: the claim query EXPLAINed on that table
+    (N finished rows) after ANALYZE, custom and generic plan.
+(b) raw baseline: the same N rows COPY-loaded into a minimal table and drained
+    by C concurrent claim-and-complete loops; single-row prepared INSERTs;
+    COPY itself.
+(c) enqueue: ``client.enqueue`` one at a time vs the raw single INSERT;
+    ``client.enqueue_many`` in batches of 1,000 and 10,000.
+(d) enqueue→start latency: jobs enqueued one at a time, 10-20 ms apart, to an
+    idle worker (the NOTIFY path); p50/p90/p99 of started_at - created_at.
+
+A benchmark, not a test: it prints numbers and verdicts against the product
+goals and exits 0 whenever it completed (1 when a run itself broke).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import platform
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import asyncpg
+import baseline
+import report
+import taskq_runs
+from bench_support import plain_schema, resolve_dsn
+from report import Row
+
+DRIVERS = ("asyncpg", "psycopg")
+
+# The product goals.
+DRAIN_VS_RAW = 0.20
+PSYCOPG_VS_ASYNCPG = 0.70
+SINGLE_VS_RAW = 0.80
+BULK_MIN_RATE = 100_000.0
+P99_MAX_MS = 6.0
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    dsn: str
+    jobs: int
+    drivers: tuple[str, ...]
+    concurrency: int
+    single_jobs: int
+    latency_jobs: int
+    baseline_batch: int
+    markdown: bool
+
+
+def parse_args(argv: Sequence[str] | None = None) -> Config:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jobs", type=int, help="jobs per drain and bulk enqueue (50000)")
+    parser.add_argument("--drivers", default=",".join(DRIVERS), help="comma-separated drivers")
+    parser.add_argument("--concurrency", type=int, default=16, help="worker max_concurrency")
+    parser.add_argument("--quick", action="store_true", help="small sizes (5000 jobs)")
+    parser.add_argument("--baseline-batch", type=int, default=100, help="rows per raw claim (100)")
+    parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    args = parser.parse_args(argv)
+    drivers = tuple(d.strip() for d in args.drivers.split(",") if d.strip())
+    unknown = set(drivers) - set(DRIVERS)
+    if unknown or not drivers:
+        parser.error(f"--drivers takes some of {', '.join(DRIVERS)}")
+    jobs = args.jobs if args.jobs is not None else (5_000 if args.quick else 50_000)
+    if jobs < 1 or args.concurrency < 1:
+        parser.error("--jobs and --concurrency must be >= 1")
+    return Config(
+        dsn=resolve_dsn(),
+        jobs=jobs,
+        drivers=drivers,
+        concurrency=args.concurrency,
+        single_jobs=min(jobs, 1_000 if args.quick else 5_000),
+        latency_jobs=50 if args.quick else 200,
+        baseline_batch=args.baseline_batch,
+        markdown=args.markdown,
+    )
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+async def describe_server(dsn: str) -> str:
+    conn = await asyncpg.connect(dsn)
+    try:
+        version = await conn.fetchval("SHOW server_version")
+        settings = await conn.fetch(
+            "SELECT name, setting, unit FROM pg_settings"
+            " WHERE name = ANY($1::text[]) ORDER BY name",
+            ["fsync", "synchronous_commit", "shared_buffers", "autovacuum", "max_connections"],
+        )
+    finally:
+        await conn.close()
+    shown = ", ".join(f"{r['name']}={r['setting']}{r['unit'] or ''}" for r in settings)
+    return f"PostgreSQL {version} ({shown})"
+
+
+@dataclass(frozen=True, slots=True)
+class RawNumbers:
+    drain: baseline.DrainResult
+    copy_rate: float
+    insert_rate: float
+
+
+async def run_baseline(cfg: Config) -> RawNumbers:
+    async with plain_schema(cfg.dsn, "raw") as schema:
+        conn = await asyncpg.connect(cfg.dsn)
+        try:
+            table = await baseline.create_table(conn, schema)
+            copy_seconds = await baseline.copy_rows(conn, table, cfg.jobs)
+            await conn.execute(f"ANALYZE {table}")
+        finally:
+            await conn.close()
+        drained = await baseline.drain(
+            cfg.dsn, table, loops=cfg.concurrency, batch=cfg.baseline_batch
+        )
+    if drained.span.done != cfg.jobs:
+        raise RuntimeError(f"raw drain finished {drained.span.done} of {cfg.jobs} rows")
+    async with plain_schema(cfg.dsn, "raw_insert") as schema:
+        conn = await asyncpg.connect(cfg.dsn)
+        try:
+            table = await baseline.create_table(conn, schema)
+            await baseline.single_inserts(conn, table, min(50, cfg.single_jobs))  # warm-up
+            insert_seconds = await baseline.single_inserts(conn, table, cfg.single_jobs)
+        finally:
+            await conn.close()
+    return RawNumbers(drained, cfg.jobs / copy_seconds, cfg.single_jobs / insert_seconds)
+
+
+async def measure(cfg: Config) -> list[Row]:
+    log(f"raw baseline: COPY + drain of {cfg.jobs} rows, {cfg.single_jobs} single INSERTs")
+    raw = await run_baseline(cfg)
+    raw_label = f"{raw.drain.loops} loops x {raw.drain.batch}"
+
+    singles: dict[str, float] = {}
+    bulks: dict[tuple[str, int], float] = {}
+    for driver in cfg.drivers:
+        log(f"{driver}: {cfg.single_jobs} single enqueues, {cfg.jobs} jobs via enqueue_many")
+        singles[driver] = await taskq_runs.enqueue_single(cfg.dsn, driver, cfg.single_jobs)
+        for batch in (1_000, 10_000):
+            size = min(batch, cfg.jobs)
+            bulks[(driver, size)] = await taskq_runs.enqueue_bulk(cfg.dsn, driver, cfg.jobs, size)
+
+    drains: dict[str, taskq_runs.DrainResult] = {}
+    plans: dict[str, taskq_runs.PlanResult] = {}
+    for driver in cfg.drivers:
+        log(f"{driver}: drain of {cfg.jobs} jobs by one worker, then the plan check")
+        drains[driver], plans[driver] = await taskq_runs.drain(
+            cfg.dsn, driver, cfg.jobs, cfg.concurrency
+        )
+        result = drains[driver]
+        if result.exit_code != 0 or result.span.done != cfg.jobs:
+            raise RuntimeError(
+                f"{driver} worker exited {result.exit_code} with "
+                f"{result.span.done} of {cfg.jobs} jobs succeeded"
+            )
+
+    latencies: dict[str, taskq_runs.LatencyResult] = {}
+    for driver in cfg.drivers:
+        log(f"{driver}: enqueue→start latency of {cfg.latency_jobs} jobs to an idle worker")
+        latencies[driver] = await taskq_runs.latency(cfg.dsn, driver, cfg.latency_jobs)
+
+    raw_rate = raw.drain.span.rate
+    rows: list[Row] = [
+        Row(
+            f"(b) raw drain, {raw_label}",
+            f"{report.rate(raw_rate)} (wall {raw.drain.wall_seconds:.1f} s)",
+        ),
+        Row("(b) raw single-row INSERT", report.rate(raw.insert_rate)),
+        Row("(b) raw COPY", report.rate(raw.copy_rate)),
+    ]
+    for driver, result in drains.items():
+        label = f"(a) drain, {driver} worker, C={cfg.concurrency}"
+        if driver == "psycopg" and "asyncpg" in drains:
+            rows.append(
+                report.ratio_row(
+                    label,
+                    result.span.rate,
+                    drains["asyncpg"].span.rate,
+                    "TaskQ asyncpg",
+                    PSYCOPG_VS_ASYNCPG,
+                    f">= {PSYCOPG_VS_ASYNCPG:.0%} of asyncpg",
+                )
+            )
+        else:
+            rows.append(
+                report.ratio_row(
+                    label,
+                    result.span.rate,
+                    raw_rate,
+                    raw_label,
+                    DRAIN_VS_RAW,
+                    f">= {DRAIN_VS_RAW:.0%} of raw",
+                )
+            )
+        rows.append(
+            Row(
+                f"    {driver}: wall time incl. worker startup",
+                f"{result.wall_seconds:.1f} s = {report.rate(cfg.jobs / result.wall_seconds)}",
+            )
+        )
+    for driver, value in singles.items():
+        rows.append(
+            report.ratio_row(
+                f"(c) enqueue() one by one, {driver}",
+                value,
+                raw.insert_rate,
+                "single INSERT",
+                SINGLE_VS_RAW,
+                f">= {SINGLE_VS_RAW:.0%} of raw",
+            )
+        )
+    for (driver, batch), value in bulks.items():
+        ratio = value / raw.copy_rate
+        rows.append(
+            Row(
+                f"(c) enqueue_many(), {batch:,} per call, {driver}",
+                report.rate(value),
+                f"{report.rate(raw.copy_rate)} (COPY)",
+                report.pct(ratio),
+                f">= {BULK_MIN_RATE:,.0f}/s",
+                passed=value >= BULK_MIN_RATE,
+            )
+        )
+    for driver, lat in latencies.items():
+        rows.append(
+            Row(
+                f"(d) enqueue→start p50/p90/p99, {driver}",
+                f"{lat.p(50):.2f}/{lat.p(90):.2f}/{lat.p(99):.2f} ms",
+                target=f"p99 < {P99_MAX_MS:g} ms",
+                passed=lat.p(99) < P99_MAX_MS,
+            )
+        )
+    for driver, plan in plans.items():
+        rows.append(
+            Row(
+                f"plan: claim on {plan.finished_rows:,} finished rows ({driver} run)",
+                "jobs_dispatch_idx" if plan.ok else "NOT the dispatch index",
+                target="partial index, no seq scan",
+                passed=plan.ok,
+            )
+        )
+    if any(not p.ok for p in plans.values()):
+        for driver, plan in plans.items():
+            log(f"{driver} claim plans:\n{plan.custom_plan}\n--- generic ---\n{plan.generic_plan}")
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    cfg = parse_args(argv)
+    server = asyncio.run(describe_server(cfg.dsn))
+    started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
+    try:
+        rows = asyncio.run(measure(cfg))
+    except (RuntimeError, TimeoutError, OSError, asyncpg.PostgresError) as exc:
+        log(f"benchmark run failed: {exc}")
+        return 1
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"TaskQ throughput benchmark — {started}")
+    print(
+        f"{server}; Python {platform.python_version()}; {os.cpu_count()} CPUs;"
+        f" load average after run {load}"
+    )
+    print(
+        f"jobs={cfg.jobs:,} concurrency={cfg.concurrency} single={cfg.single_jobs:,}"
+        f" latency_jobs={cfg.latency_jobs} drivers={','.join(cfg.drivers)}"
+    )
+    print()
+    print(report.as_markdown(rows) if cfg.markdown else report.as_text(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

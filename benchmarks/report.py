@@ -1,0 +1,86 @@
+"""The results table: each TaskQ number beside its raw baseline, the ratio, the goal, a verdict.
+
+A row's verdict is PASS or FAIL against the product goal, or "info" for a
+number shown for context only. Rendered as aligned text (the terminal) or as
+a Markdown table (docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One measurement. ``passed`` is None for a context-only row."""
+
+    name: str
+    value: str
+    baseline: str = ""
+    ratio: str = ""
+    target: str = ""
+    passed: bool | None = None
+
+    @property
+    def verdict(self) -> str:
+        if self.passed is None:
+            return "info"
+        return "PASS" if self.passed else "FAIL"
+
+
+HEADER = ("measurement", "TaskQ", "raw baseline", "ratio", "target", "result")
+
+
+def rate(value: float) -> str:
+    """A jobs/s figure, rounded to what a noisy machine can tell apart."""
+    if math.isnan(value):
+        return "n/a"
+    return f"{value:,.0f}/s"
+
+
+def millis(value: float) -> str:
+    return "n/a" if math.isnan(value) else f"{value:.2f} ms"
+
+
+def pct(value: float) -> str:
+    return "n/a" if math.isnan(value) else f"{value:.0%}"
+
+
+def ratio_row(
+    name: str, value: float, baseline: float, baseline_label: str, need: float, target: str
+) -> Row:
+    """A row judged by ``value / baseline >= need``."""
+    ratio = value / baseline if baseline > 0 else float("nan")
+    return Row(
+        name,
+        rate(value),
+        f"{rate(baseline)} ({baseline_label})",
+        pct(ratio),
+        target,
+        passed=not math.isnan(ratio) and ratio >= need,
+    )
+
+
+def _cells(row: Row) -> tuple[str, ...]:
+    return (row.name, row.value, row.baseline, row.ratio, row.target, row.verdict)
+
+
+def as_text(rows: Sequence[Row]) -> str:
+    table = [HEADER, *(_cells(r) for r in rows)]
+    widths = [max(len(line[i]) for line in table) for i in range(len(HEADER))]
+
+    def line(cells: Sequence[str]) -> str:
+        padded = (cell.ljust(width) for cell, width in zip(cells, widths, strict=True))
+        return "  ".join(padded).rstrip()
+
+    rule = "  ".join("-" * w for w in widths)
+    return "\n".join([line(HEADER), rule, *(line(c) for c in table[1:])])
+
+
+def as_markdown(rows: Sequence[Row]) -> str:
+    def line(cells: Sequence[str]) -> str:
+        return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+    return "\n".join([line(HEADER), line(["---"] * len(HEADER)), *(line(_cells(r)) for r in rows)])

@@ -1,0 +1,276 @@
+"""TaskQ measured through the paths its users take.
+
+Enqueues go through ``JobsClient.connect`` (``enqueue`` / ``enqueue_many``);
+jobs are drained by a real ``taskq worker`` process started as an operator
+would start it; the database says when each job started and finished.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import re
+import signal
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+import asyncpg
+import noop_actors
+from bench_support import DbSpan, Stopwatch, db_span, percentile, taskq_schema
+
+from taskq import JobsClient
+from taskq.adapters.postgres.schema import Schema
+from taskq.adapters.postgres.sql_loader import asyncpg_queries
+
+HERE: Final = Path(__file__).resolve().parent
+ENQUEUE_BATCH: Final = 10_000
+#: Longest a worker may take to start, drain, or stop before the run is declared failed.
+WORKER_TIMEOUT: Final = 600.0
+_JOBS_SEQ_SCAN: Final = re.compile(r"Seq Scan on jobs\b")
+
+
+@dataclass(frozen=True, slots=True)
+class DrainResult:
+    driver: str
+    span: DbSpan
+    wall_seconds: float
+    exit_code: int
+
+
+@dataclass(frozen=True, slots=True)
+class LatencyResult:
+    driver: str
+    millis: tuple[float, ...]
+
+    def p(self, pct: float) -> float:
+        return percentile(self.millis, pct)
+
+
+@dataclass(frozen=True, slots=True)
+class PlanResult:
+    """The claim query's plans on a table holding many finished rows."""
+
+    finished_rows: int
+    custom_plan: str
+    generic_plan: str
+
+    @staticmethod
+    def _uses_index(plan: str) -> bool:
+        return "jobs_dispatch_idx" in plan and not _JOBS_SEQ_SCAN.search(plan)
+
+    @property
+    def ok(self) -> bool:
+        return self._uses_index(self.custom_plan) and self._uses_index(self.generic_plan)
+
+
+def _payloads(start: int, count: int) -> list[dict[str, int]]:
+    return [{"n": i} for i in range(start, start + count)]
+
+
+def worker_env(dsn: str, schema: str, driver: str) -> dict[str, str]:
+    """The worker's environment: ours without any TASKQ_* variable, plus the run's."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TASKQ_")}
+    path = os.pathsep.join(p for p in (str(HERE), env.get("PYTHONPATH", "")) if p)
+    return {
+        **env,
+        "PYTHONPATH": path,
+        "TASKQ_PG_DSN": dsn,
+        "TASKQ_SCHEMA_NAME": schema,
+        "TASKQ_DRIVER": driver,
+        "TASKQ_QUEUES": noop_actors.QUEUE,
+        "TASKQ_IDLE_SETTLE_WINDOW": "0",
+        "TASKQ_LOG_LEVEL": "WARNING",
+        "TASKQ_HEALTH_ENABLED": "false",
+    }
+
+
+def worker_command(concurrency: int, *, until_idle: bool) -> list[str]:
+    """``taskq worker`` as installed beside this interpreter (else ``python -m``)."""
+    script = Path(sys.executable).parent / "taskq"
+    base = [str(script)] if script.exists() else [sys.executable, "-m", "taskq.app.cli"]
+    args = [
+        "worker",
+        "--actors",
+        "noop_actors:registry",
+        "--max-concurrency",
+        str(concurrency),
+    ]
+    return base + args + (["--until-idle"] if until_idle else [])
+
+
+async def _spawn(env: Mapping[str, str], args: list[str]) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        *args, env=dict(env), stdin=asyncio.subprocess.DEVNULL
+    )
+
+
+# -- enqueue -------------------------------------------------------------------------------
+
+
+async def enqueue_single(dsn: str, driver: str, n: int) -> float:
+    """jobs/s of ``n`` ``client.enqueue`` calls in a loop (after a short warm-up)."""
+    async with (
+        taskq_schema(dsn, "enq1") as schema,
+        JobsClient.connect(dsn, driver=driver, schema=schema) as client,
+    ):
+        for i in range(min(50, n)):
+            await client.enqueue(noop_actors.noop, {"n": -i})
+        with Stopwatch() as sw:
+            for i in range(n):
+                await client.enqueue(noop_actors.noop, {"n": i})
+    return n / sw.seconds
+
+
+async def enqueue_bulk(dsn: str, driver: str, n: int, batch: int) -> float:
+    """jobs/s of ``n`` jobs written with ``client.enqueue_many`` in batches of ``batch``."""
+    async with (
+        taskq_schema(dsn, f"enqmany{batch}") as schema,
+        JobsClient.connect(dsn, driver=driver, schema=schema) as client,
+    ):
+        await client.enqueue_many(noop_actors.noop, _payloads(-10, 10))  # warm-up
+        with Stopwatch() as sw:
+            for start in range(0, n, batch):
+                await client.enqueue_many(noop_actors.noop, _payloads(start, min(batch, n - start)))
+    return n / sw.seconds
+
+
+# -- drain ---------------------------------------------------------------------------------
+
+
+async def fill(dsn: str, schema: str, n: int) -> None:
+    """Enqueue ``n`` no-op jobs in batches (untimed: the drain is what is measured)."""
+    async with JobsClient.connect(dsn, driver="asyncpg", schema=schema) as client:
+        for start in range(0, n, ENQUEUE_BATCH):
+            count = min(ENQUEUE_BATCH, n - start)
+            await client.enqueue_many(noop_actors.noop, _payloads(start, count))
+
+
+async def run_drain(dsn: str, schema: str, driver: str, n: int, concurrency: int) -> DrainResult:
+    """Fill ``schema`` with ``n`` jobs, then drain them with one ``taskq worker --until-idle``."""
+    await fill(dsn, schema, n)
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute(f'ANALYZE "{schema}".jobs')
+        env = worker_env(dsn, schema, driver)
+        with Stopwatch() as sw:
+            proc = await _spawn(env, worker_command(concurrency, until_idle=True))
+            code = await asyncio.wait_for(proc.wait(), WORKER_TIMEOUT)
+        span = await db_span(conn, f'"{schema}".jobs', "succeeded")
+    finally:
+        await conn.close()
+    return DrainResult(driver, span, sw.seconds, code)
+
+
+async def drain(dsn: str, driver: str, n: int, concurrency: int) -> tuple[DrainResult, PlanResult]:
+    """The drain, then the plan check on the same table (``n`` finished rows)."""
+    async with taskq_schema(dsn, f"drain_{driver}") as schema:
+        result = await run_drain(dsn, schema, driver, n, concurrency)
+        plan = await plan_check(dsn, schema)
+    return result, plan
+
+
+# -- latency -------------------------------------------------------------------------------
+
+
+async def _wait_for(conn: asyncpg.Connection, sql: str, *args: object, seconds: float) -> None:
+    """Poll ``sql`` until it returns true (every 5 ms), or raise TimeoutError after ``seconds``."""
+    async with asyncio.timeout(seconds):
+        while True:
+            if await conn.fetchval(sql, *args):
+                return
+            await asyncio.sleep(0.005)
+
+
+async def latency(
+    dsn: str, driver: str, jobs: int, *, gap_ms: tuple[float, float] = (10.0, 20.0)
+) -> LatencyResult:
+    """enqueue→start of ``jobs`` jobs sent one at a time to an idle worker (NOTIFY wakes it).
+
+    The worker is started without until-idle and stopped with SIGTERM. Warm-up
+    jobs first (they prove the LISTEN is up and warm the statement caches);
+    then ``jobs`` enqueues spaced by a uniform random gap in ``gap_ms``.
+    """
+    rng = random.Random(1234)
+    async with taskq_schema(dsn, f"lat_{driver}") as schema:
+        conn = await asyncpg.connect(dsn)
+        proc = await _spawn(worker_env(dsn, schema, driver), worker_command(16, until_idle=False))
+        try:
+            jobs_table = f'"{schema}".jobs'
+            await _wait_for(conn, f'SELECT count(*) > 0 FROM "{schema}".workers', seconds=60)
+            async with JobsClient.connect(dsn, driver=driver, schema=schema) as client:
+                warm = [await client.enqueue(noop_actors.noop, {"n": -1}) for _ in range(20)]
+                done_sql = f"SELECT count(*) = $1 FROM {jobs_table} WHERE status = 'succeeded'"
+                await _wait_for(conn, done_sql, len(warm), seconds=60)
+                ids: list[int] = []
+                for i in range(jobs):
+                    await asyncio.sleep(rng.uniform(*gap_ms) / 1000)
+                    ids.append((await client.enqueue(noop_actors.noop, {"n": i})).job_id)
+                await _wait_for(conn, done_sql, len(warm) + jobs, seconds=60)
+            rows = await conn.fetch(
+                f"SELECT extract(epoch FROM started_at - created_at) * 1000 AS ms"
+                f" FROM {jobs_table} WHERE id = ANY($1::bigint[])",
+                ids,
+            )
+        finally:
+            await _stop(proc)
+            await conn.close()
+    return LatencyResult(driver, tuple(float(r["ms"]) for r in rows))
+
+
+async def _stop(proc: asyncio.subprocess.Process) -> None:
+    if proc.returncode is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        await asyncio.wait_for(proc.wait(), 60)
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
+
+
+# -- plan check ----------------------------------------------------------------------------
+
+#: The claim's parameters as SQL literals, for ``EXECUTE`` (constants of ours, never input).
+_CLAIM_LITERALS: Final = {
+    "now": "NULL",
+    "queues": f"ARRAY['{noop_actors.QUEUE}']",
+    "actors": f"ARRAY['{noop_actors.noop.name}']",
+    "limit": "16",
+    "worker_id": "'plan-check'",
+    "lease": "interval '60 seconds'",
+}
+
+
+async def plan_check(dsn: str, schema: str, pending: int = 1_000) -> PlanResult:
+    """EXPLAIN the worker's claim (``claim_fifo``) after ANALYZE: custom and generic plan.
+
+    The drained table holds many finished rows; ``pending`` more jobs are
+    enqueued so the claim has something to find. The statement is prepared
+    as a worker's statement cache prepares it; the generic plan is the one
+    Postgres may switch to after five executions.
+    """
+    async with JobsClient.connect(dsn, driver="asyncpg", schema=schema) as client:
+        await client.enqueue_many(noop_actors.noop, _payloads(0, pending))
+    query = asyncpg_queries("claim", Schema(schema))["claim_fifo"]
+    execute = "EXECUTE taskq_claim({})".format(
+        ", ".join(_CLAIM_LITERALS[name] for name in query.params)
+    )
+    conn = await asyncpg.connect(dsn)
+    try:
+        finished = await conn.fetchval(
+            f"SELECT count(*) FROM \"{schema}\".jobs WHERE status = 'succeeded'"
+        )
+        await conn.execute(f'ANALYZE "{schema}".jobs')
+        await conn.execute(f"PREPARE taskq_claim AS {query.sql}")
+        plans = []
+        for mode in ("force_custom_plan", "force_generic_plan"):
+            await conn.execute(f"SET plan_cache_mode = {mode}")
+            rows = await conn.fetch(f"EXPLAIN {execute}")
+            plans.append("\n".join(row[0] for row in rows))
+    finally:
+        await conn.close()
+    return PlanResult(finished, plans[0], plans[1])

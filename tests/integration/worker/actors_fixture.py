@@ -1,0 +1,118 @@
+"""Actors the integration tests run in real ``taskq worker`` processes.
+
+Every actor first records that an attempt started: one row in the test
+schema's ``side_effects(job_id, attempt, worker_pid, at)`` table, written on
+the actor's own connection (the worker CLI takes no DI providers, so the
+actors keep a small asyncpg pool per event loop, read from the same
+``TASKQ_PG_DSN`` / ``TASKQ_SCHEMA_NAME`` the worker uses). A job that runs
+twice therefore leaves two rows: that is what the exactly-once checks count.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from datetime import timedelta
+from typing import Any
+
+import asyncpg
+from pydantic import BaseModel
+
+from taskq import JobContext, RetryPolicy, actor
+
+SIDE_EFFECTS_DDL = """
+CREATE TABLE {schema}.side_effects (
+    id         bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    job_id     bigint      NOT NULL,
+    attempt    integer     NOT NULL,
+    worker_pid integer     NOT NULL,
+    at         timestamptz NOT NULL DEFAULT clock_timestamp()
+)
+"""
+
+#: How long ``block_first`` blocks its first attempt: far longer than any test waits.
+BLOCK_SECONDS = 60.0
+#: ``flaky``'s policy: exponential from 200 ms without jitter, so retry n waits 200 ms × 2^(n-1).
+FLAKY_RETRY = RetryPolicy(max_attempts=5, base=timedelta(milliseconds=200), jitter=0.0)
+#: ``flaky`` raises on attempts before this one.
+FLAKY_SUCCEEDS_ON = 3
+
+_pools: dict[asyncio.AbstractEventLoop, asyncpg.Pool] = {}
+
+
+class Item(BaseModel):
+    n: int
+
+
+class Nap(BaseModel):
+    seconds: float
+    cooperative: bool = True
+
+
+async def _pool() -> asyncpg.Pool:
+    # One pool per loop: asyncpg connections belong to the loop that opened them.
+    loop = asyncio.get_running_loop()
+    pool = _pools.get(loop)
+    if pool is None:
+        pool = await asyncpg.create_pool(os.environ["TASKQ_PG_DSN"], min_size=1, max_size=4)
+        _pools[loop] = pool
+    return pool
+
+
+async def record_start(ctx: JobContext[Any]) -> None:
+    """Insert this attempt's side-effect row (committed before the actor goes on)."""
+    schema = os.environ["TASKQ_SCHEMA_NAME"]
+    pool = await _pool()
+    await pool.execute(
+        f"INSERT INTO {schema}.side_effects (job_id, attempt, worker_pid) VALUES ($1, $2, $3)",
+        ctx.job_id,
+        ctx.attempt,
+        os.getpid(),
+    )
+
+
+@actor
+async def record(payload: Item, ctx: JobContext[Item]) -> int:
+    await record_start(ctx)
+    return payload.n
+
+
+@actor
+async def block_first(payload: Item, ctx: JobContext[Item]) -> int:
+    # Attempt 1 blocks (until the process is killed); a reclaimed attempt completes.
+    await record_start(ctx)
+    if ctx.attempt == 1:
+        await asyncio.sleep(BLOCK_SECONDS)
+    return ctx.attempt
+
+
+@actor(retry=FLAKY_RETRY)
+async def flaky(payload: Item, ctx: JobContext[Item]) -> int:
+    await record_start(ctx)
+    if ctx.attempt < FLAKY_SUCCEEDS_ON:
+        raise RuntimeError(f"flaky failure on attempt {ctx.attempt}")
+    return ctx.attempt
+
+
+@actor
+async def nap(payload: Nap, ctx: JobContext[Nap]) -> None:
+    # A cooperative nap ends early on a cancel request (a shutdown's, for instance).
+    await record_start(ctx)
+    if not payload.cooperative:
+        await asyncio.sleep(payload.seconds)
+        return
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(ctx.cancel_event.wait(), timeout=payload.seconds)
+
+
+@actor(retry=RetryPolicy(kind="non_retryable"))
+async def fail_always(payload: Item, ctx: JobContext[Item]) -> None:
+    await record_start(ctx)
+    raise ValueError(f"item {payload.n} always fails")
+
+
+registry = [record, block_first, flaky, nap, fail_always]
+
+#: A one-shot iterable: the worker must refuse it rather than run with no actors.
+a_generator = (ref for ref in registry)

@@ -1,0 +1,87 @@
+"""SIGTERM under load: a clean exit inside the termination grace, and no job left running."""
+
+from __future__ import annotations
+
+import signal
+import time
+
+import asyncpg
+import pytest
+from tests.integration.worker.actors_fixture import Nap, nap
+from tests.integration.worker.support import (
+    FAST_WORKER_ENV,
+    Database,
+    WorkerSpawner,
+    eventually,
+)
+
+from taskq import JobsClient
+
+pytestmark = pytest.mark.integration
+
+JOBS = 60
+CONCURRENCY = 4
+NAP_SECONDS = 0.4
+
+
+async def test_sigterm_under_load_exits_zero_and_leaves_nothing_running(
+    db: Database, conn: asyncpg.Connection, client: JobsClient, workers: WorkerSpawner
+) -> None:
+    """SIGTERM mid-load: exit 0 in the grace; every job ends succeeded or pending, none running."""
+    worker = workers.start(db.worker_env(), "--max-concurrency", str(CONCURRENCY))
+    # Every other nap ignores the cancel request and just finishes (well inside the grace).
+    naps = [Nap(seconds=NAP_SECONDS, cooperative=i % 2 == 0) for i in range(JOBS)]
+    handles = await client.enqueue_many(nap, naps)
+    job_ids = {h.job_id for h in handles}
+    cooperative = {h.job_id for h, p in zip(handles, naps, strict=True) if p.cooperative}
+
+    async def busy() -> bool:
+        # Past the first batch, with several jobs executing (not just claimed) right now.
+        row = await conn.fetchrow(
+            f"SELECT count(*) FILTER (WHERE status = 'succeeded') AS done, "
+            f"count(*) FILTER (WHERE status = 'running' AND started_at IS NOT NULL) AS executing "
+            f"FROM {db.schema}.jobs"
+        )
+        return row["done"] >= CONCURRENCY and row["executing"] >= 2
+
+    await eventually(busy, within=30, what="the worker to be busy", context=worker.output_tail)
+    sent = time.monotonic()
+    worker.send(signal.SIGTERM)
+    grace = float(FAST_WORKER_ENV["TASKQ_TERMINATION_GRACE_PERIOD"])
+    code = await worker.wait(within=grace)
+    took = time.monotonic() - sent
+    print(f"[{db.driver}] SIGTERM -> exit {code} in {took:.2f}s")
+    assert code == 0, worker.output_tail()
+    assert worker.error_records() == []
+
+    jobs = await conn.fetch(
+        f"SELECT id, status, attempt, started_at FROM {db.schema}.jobs ORDER BY id"
+    )
+    assert {row["id"] for row in jobs} == job_ids
+    by_status: dict[str, set[int]] = {}
+    for row in jobs:
+        by_status.setdefault(row["status"], set()).add(row["id"])
+    print(f"[{db.driver}] after shutdown: { {k: len(v) for k, v in by_status.items()} }")
+    assert set(by_status) <= {"succeeded", "pending"}, by_status.keys()
+
+    # Waiting jobs hold no used attempt: never claimed, re-pended unstarted, or stopped
+    # cooperatively by the shutdown (rescheduled without using an attempt).
+    assert {row["attempt"] for row in jobs if row["status"] == "pending"} <= {0}
+    runs = await conn.fetch(
+        f"SELECT job_id, count(*) AS runs FROM {db.schema}.side_effects GROUP BY job_id"
+    )
+    ran = {row["job_id"]: row["runs"] for row in runs}
+    assert all(ran.get(job_id) == 1 for job_id in by_status["succeeded"])
+    assert all(count == 1 for count in ran.values())
+    # A waiting job that had started was stopped cooperatively by the shutdown and put
+    # back with a WorkerShutdown attempt record; one that never started (never claimed,
+    # or re-pended unstarted) has no history at all.
+    interrupted = 0
+    for job_id in by_status.get("pending", set()):
+        history = await client.store.attempts(job_id)
+        expected = ["WorkerShutdown"] if job_id in ran else []
+        assert not expected or job_id in cooperative, "only a cooperative nap stops early"
+        assert [a.error_class for a in history] == expected, (job_id, history)
+        interrupted += bool(expected)
+    print(f"[{db.driver}] interrupted cooperatively: {interrupted}")
+    assert await conn.fetchval(f"SELECT count(*) FROM {db.schema}.workers") == 0
