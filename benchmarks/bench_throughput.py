@@ -177,14 +177,7 @@ async def measure(cfg: Config) -> list[Row]:
         latencies[driver] = await taskq_runs.latency(cfg.dsn, driver, cfg.latency_jobs)
 
     raw_rate = raw.drain.span.rate
-    rows: list[Row] = [
-        Row(
-            f"(b) raw drain, {raw_label}",
-            f"{report.rate(raw_rate)} (wall {raw.drain.wall_seconds:.1f} s)",
-        ),
-        Row("(b) raw single-row INSERT", report.rate(raw.insert_rate)),
-        Row("(b) raw COPY", report.rate(raw.copy_rate)),
-    ]
+    rows: list[Row] = []
     for driver, result in drains.items():
         label = f"(a) drain, {driver} worker, C={cfg.concurrency}"
         if driver == "psycopg" and "asyncpg" in drains:
@@ -211,10 +204,18 @@ async def measure(cfg: Config) -> list[Row]:
             )
         rows.append(
             Row(
-                f"    {driver}: wall time incl. worker startup",
+                f"(a) drain wall time incl. worker startup, {driver}",
                 f"{result.wall_seconds:.1f} s = {report.rate(cfg.jobs / result.wall_seconds)}",
             )
         )
+    rows += [
+        Row(
+            f"(b) raw drain, {raw_label}",
+            f"{report.rate(raw_rate)} (wall {raw.drain.wall_seconds:.1f} s)",
+        ),
+        Row("(b) raw single-row INSERT", report.rate(raw.insert_rate)),
+        Row("(b) raw COPY", report.rate(raw.copy_rate)),
+    ]
     for driver, value in singles.items():
         rows.append(
             report.ratio_row(

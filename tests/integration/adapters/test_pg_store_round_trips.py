@@ -15,7 +15,7 @@ from typing import Any
 import asyncpg
 import pytest
 from contracts.factories.asyncpg import empty_tables, session_schema
-from contracts.provision import NoTestDatabase, resolve_test_dsn
+from contracts.provision import NoTestDatabase, migrated_schema, resolve_test_dsn
 from tests.integration.adapters.pg_store_support import DRIVERS, StoreDriver, counted_store
 
 from taskq.adapters.asyncpg import migrate
@@ -142,24 +142,38 @@ async def test_concurrent_claims_never_exceed_max_concurrent(
             await other.close()
 
 
-async def test_strict_fifo_claim_reads_the_dispatch_index(dsn: str, schema: Schema) -> None:
-    """On an unanalysed table of 20,000 rows the claim is an index scan of jobs_dispatch_idx."""
-    query = render_store_queries(schema)["claim_fifo"]
-    conn = await asyncpg.connect(dsn)
-    try:
-        await conn.execute(
-            f"""INSERT INTO {schema.quoted}.jobs (queue, actor, status, finished_at)
-                SELECT 'default', 'a', CASE WHEN g % 2 = 0 THEN 'pending' ELSE 'succeeded' END,
-                       CASE WHEN g % 2 = 1 THEN now() END
-                FROM generate_series(1, {BULK}) AS g"""
-        )
-        args = query.args(
-            now=None, queues=["default"], actors=["a"], limit=10, worker_id="w", lease=LEASE
-        )
-        async with conn.transaction():
-            rows = await conn.fetch("EXPLAIN (COSTS OFF) " + query.sql, *args)
-        plan = "\n".join(row[0] for row in rows)
-        assert "Index Scan using jobs_dispatch_idx" in plan, plan
-        assert "Seq Scan on jobs" not in plan, plan
-    finally:
-        await conn.close()
+async def test_strict_fifo_claim_reads_the_dispatch_index_despite_stale_statistics(
+    dsn: str,
+) -> None:
+    """With statistics from other data, the claim is still an ordered scan of jobs_dispatch_idx."""
+    async with migrated_schema(dsn=dsn, prefix="taskq_plan") as provisioned:
+        schema = Schema(provisioned.schema)
+        query = render_store_queries(schema)["claim_fifo"]
+        conn = await asyncpg.connect(dsn)
+        try:
+            jobs = f"{schema.quoted}.jobs"
+            # Statistics that know only actor "x" on queue "other"...
+            await conn.execute(
+                f"INSERT INTO {jobs} (queue, actor, status) "
+                "SELECT 'other', 'x', 'pending' FROM generate_series(1, 2000)"
+            )
+            await conn.execute(f"ANALYZE {jobs}")
+            # ...while the claim wants many jobs of actor "a" on queue "default".
+            await conn.execute(
+                f"""INSERT INTO {jobs} (queue, actor, status, finished_at)
+                    SELECT 'default', 'a',
+                           CASE WHEN g % 2 = 0 THEN 'pending' ELSE 'succeeded' END,
+                           CASE WHEN g % 2 = 1 THEN now() END
+                    FROM generate_series(1, {BULK}) AS g"""
+            )
+            args = query.args(
+                now=None, queues=["default"], actors=["a"], limit=10, worker_id="w", lease=LEASE
+            )
+            async with conn.transaction():
+                rows = await conn.fetch("EXPLAIN (COSTS OFF) " + query.sql, *args)
+            plan = "\n".join(row[0] for row in rows)
+            assert "Index Scan using jobs_dispatch_idx" in plan, plan
+            assert "Seq Scan on jobs" not in plan, plan
+            assert "jobs_waiting_actor_idx" not in plan, plan
+        finally:
+            await conn.close()

@@ -80,6 +80,17 @@ async def create_pool(dsn: str, options: PoolOptions | None = None) -> Pool:
     except psycopg.ProgrammingError as exc:
         raise ConfigurationError(f"invalid Postgres DSN for {where}: {_reason(exc)}") from exc
     prepared_max = max(opts.statement_cache_size, 1)
+    # One direct attempt first: the pool would retry until its timeout, and an
+    # unreachable or misconfigured server should fail at once, with its reason.
+    try:
+        probe = await psycopg.AsyncConnection.connect(
+            dsn, connect_timeout=max(int(opts.connect_timeout), 1), **kwargs
+        )
+    except psycopg.ProgrammingError as exc:
+        raise ConfigurationError(f"invalid Postgres DSN for {where}: {_reason(exc)}") from exc
+    except (psycopg.Error, OSError) as exc:
+        raise StoreUnavailable(f"cannot connect to Postgres at {where}: {_reason(exc)}") from exc
+    await probe.close()
 
     async def configure(conn: psycopg.AsyncConnection[Any]) -> None:
         conn.prepared_max = prepared_max

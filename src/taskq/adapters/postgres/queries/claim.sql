@@ -3,12 +3,16 @@
 -- A claim computes exactly taskq.domain.dispatch.select_for_dispatch.
 -- claim_fifo, the common case (only strict_fifo queues, no capped actor): per requested
 -- queue an index scan of jobs_dispatch_idx in dispatch order with LIMIT, locked with
--- SKIP LOCKED, merged. It reads the queue modes and capped actors itself and claims
--- nothing when either applies; then claim_mixed runs, on a bounded candidate set that
--- provably holds everything the model can take:
+-- SKIP LOCKED, merged. The actor filter is written array_position(...) IS NOT NULL on
+-- purpose: no index can serve it and the planner assumes it passes almost every row, so
+-- even stale statistics never lure it onto an actor index plus a sort of the whole
+-- queue; the ordered scan with LIMIT stays the cheapest plan. claim_fifo reads the queue
+-- modes and capped actors itself and claims nothing when either applies; then claim_mixed
+-- runs, on a bounded candidate set that provably holds everything the model can take:
 --   (a) uncapped actors: per requested strict_fifo queue its top :limit jobs (their union
 --       holds the top :limit of the one strict_fifo cohort); on round_robin queues every
---       due job ranked in its fairness cohort, kept up to rank :limit;
+--       due job ranked in its fairness cohort, kept up to rank :limit (the one part that
+--       reads a whole queue: no index leads with the fairness key to enumerate cohorts);
 --   (b) each capped actor: its top residual jobs in FIFO order (stage 1, exactly);
 -- then stage 2 with window functions: round = rank in cohort, ordered by
 -- (round, priority desc, scheduled_at, id), LIMIT :limit. A cohort's top :limit eligible
@@ -44,7 +48,7 @@ picked AS MATERIALIZED (
         FROM {schema}.jobs j
         WHERE j.status = 'pending'
           AND j.queue = q.name
-          AND j.actor = ANY (:actors::text[])
+          AND array_position(:actors::text[], j.actor) IS NOT NULL
           AND j.scheduled_at <= (SELECT r.now FROM req r)
         ORDER BY j.priority DESC, j.scheduled_at, j.id
         LIMIT :limit
@@ -120,7 +124,7 @@ fifo_cand AS (
         FROM {schema}.jobs j
         WHERE j.status = 'pending'
           AND j.queue = q.name
-          AND j.actor = ANY (:actors::text[])
+          AND array_position(:actors::text[], j.actor) IS NOT NULL
           AND j.actor NOT IN (SELECT cf.actor FROM cfg cf)
           AND j.scheduled_at <= (SELECT r.now FROM req r)
         ORDER BY j.priority DESC, j.scheduled_at, j.id
@@ -145,9 +149,10 @@ rr_cand AS (
             FROM {schema}.jobs j
             WHERE j.status = 'pending'
               AND j.queue = rq.name
-              AND j.actor = ANY (:actors::text[])
+              AND array_position(:actors::text[], j.actor) IS NOT NULL
               AND j.actor NOT IN (SELECT cf.actor FROM cfg cf)
               AND j.scheduled_at <= (SELECT r.now FROM req r)
+            OFFSET 0  -- a fence: one range of jobs_dispatch_idx per queue, never a join
         ) AS c
     ) AS ranked
     WHERE ranked.rank_in_cohort <= :limit
@@ -196,20 +201,22 @@ rounds AS (
            ) AS round
     FROM cand cd
 ),
-ordered AS (
+ordered AS MATERIALIZED (
     SELECT rd.id,
            row_number() OVER (
                ORDER BY rd.round, rd.priority DESC, rd.scheduled_at, rd.id
            ) AS ord
     FROM rounds rd
+    ORDER BY rd.round, rd.priority DESC, rd.scheduled_at, rd.id
+    LIMIT :limit
 ),
 picked AS MATERIALIZED (
-    -- Round-robin candidates were read unlocked: lock the picks, skipping any another
-    -- claimer took meanwhile (the claim then returns fewer, never a taken job).
-    SELECT j.id, o.ord
-    FROM ordered o
-    JOIN {schema}.jobs j ON j.id = o.id
-    WHERE o.ord <= :limit AND j.status = 'pending'
+    -- Round-robin candidates were read unlocked: lock the picks by primary key, then keep
+    -- those still pending (another claimer may have taken one meanwhile: the claim then
+    -- returns fewer jobs, never a taken one).
+    SELECT j.id, j.status
+    FROM {schema}.jobs j
+    WHERE j.id = ANY (ARRAY(SELECT o.id FROM ordered o))
     FOR UPDATE OF j SKIP LOCKED
 ),
 claimed AS (
@@ -221,7 +228,7 @@ claimed AS (
         fencing_token = j.fencing_token + 1,
         attempt = j.attempt + 1,
         started_at = NULL
-    WHERE j.id = ANY (ARRAY(SELECT p.id FROM picked p))
+    WHERE j.id = ANY (ARRAY(SELECT p.id FROM picked p WHERE p.status = 'pending'))
     RETURNING j.id, j.queue, j.actor, j.payload::text AS payload, j.priority, j.attempt,
               j.max_attempts, j.fencing_token, j.scheduled_at, j.lock_expires_at,
               j.schedule_to_close, j.fairness_key, j.metadata::text AS metadata, j.trace_id,
@@ -229,28 +236,32 @@ claimed AS (
 )
 SELECT NOT EXISTS (SELECT 1 FROM cfg) AND NOT EXISTS (SELECT 1 FROM rr) AS simple, cl.*
 FROM (SELECT 1) AS one
-LEFT JOIN (claimed cl JOIN picked p ON p.id = cl.id) ON true
-ORDER BY p.ord
+LEFT JOIN (claimed cl JOIN ordered o ON o.id = cl.id) ON true
+ORDER BY o.ord
 
 -- name: mark_started
 -- Owned rows are locked in id order (as by every multi-row owner write) so it cannot deadlock with a heartbeat.
 WITH src AS (
     SELECT * FROM unnest(:job_id::bigint[], :fencing_token::bigint[]) AS s(job_id, fencing_token)
 ),
-owned AS (
-    SELECT j.id, j.fencing_token
+locked AS (
+    -- By primary key only, then checked (see finish_jobs for why).
+    SELECT j.id, j.fencing_token, j.status
     FROM {schema}.jobs j
-    JOIN src s ON s.job_id = j.id AND s.fencing_token = j.fencing_token
-    WHERE j.status = 'running'
+    WHERE j.id = ANY (:job_id::bigint[])
     ORDER BY j.id
     FOR UPDATE OF j
+),
+owned AS (
+    SELECT l.id, l.fencing_token
+    FROM locked l
+    JOIN src s ON s.job_id = l.id AND s.fencing_token = l.fencing_token
+    WHERE l.status = 'running'
 ),
 started AS (
     UPDATE {schema}.jobs j
     SET started_at = coalesce(:now::timestamptz, now())
-    FROM owned o
-    WHERE j.id = ANY (ARRAY(SELECT ow.id FROM owned ow)) AND j.id = o.id
-      AND j.started_at IS NULL
+    WHERE j.id = ANY (ARRAY(SELECT o.id FROM owned o)) AND j.started_at IS NULL
     RETURNING j.id
 )
 SELECT o.id, o.fencing_token, (SELECT count(*) FROM started) AS started FROM owned o

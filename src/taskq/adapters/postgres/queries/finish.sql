@@ -15,14 +15,21 @@ WITH src AS (
         :error::text[], :error_class::text[], :result_ttl::interval[], :now::timestamptz[]
     ) AS s(job_id, fencing_token, status, result, error, error_class, result_ttl, now)
 ),
-owned AS (
-    SELECT j.id, j.actor, j.attempt, j.locked_by, j.started_at, s.status, s.result, s.error,
-           s.error_class, s.result_ttl, coalesce(s.now, now()) AS now
+locked AS (
+    -- By primary key only, then checked: a status test here would let the planner scan a
+    -- partial index full of finished jobs' dead entries instead of probing the ids.
+    SELECT j.id, j.actor, j.attempt, j.locked_by, j.started_at, j.status, j.fencing_token
     FROM {schema}.jobs j
-    JOIN src s ON s.job_id = j.id AND s.fencing_token = j.fencing_token
-    WHERE j.status = 'running'
+    WHERE j.id = ANY (:job_id::bigint[])
     ORDER BY j.id
     FOR UPDATE OF j
+),
+owned AS (
+    SELECT l.id, l.actor, l.attempt, l.locked_by, l.started_at, s.status, s.result, s.error,
+           s.error_class, s.result_ttl, coalesce(s.now, now()) AS now
+    FROM locked l
+    JOIN src s ON s.job_id = l.id AND s.fencing_token = l.fencing_token
+    WHERE l.status = 'running'
 ),
 done AS (
     UPDATE {schema}.jobs j
@@ -39,7 +46,7 @@ done AS (
         lock_expires_at = NULL
     FROM owned o
     LEFT JOIN {schema}.actor_config ac ON ac.actor = o.actor
-    WHERE j.id = ANY (ARRAY(SELECT ow.id FROM owned ow)) AND j.id = o.id
+    WHERE j.id = o.id
     RETURNING j.id, j.fencing_token
 ),
 recorded AS (

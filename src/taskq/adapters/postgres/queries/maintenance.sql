@@ -44,7 +44,7 @@ moved AS (
         locked_by = NULL,
         lock_expires_at = NULL
     FROM expired e, req r
-    WHERE j.id = ANY (ARRAY(SELECT x.id FROM expired x)) AND j.id = e.id
+    WHERE j.id = e.id
     RETURNING j.id, e.spent
 ),
 recorded AS (

@@ -97,7 +97,7 @@ moved AS (
         locked_by = NULL,
         lock_expires_at = NULL
     FROM owned o, req r
-    WHERE j.id = ANY (ARRAY(SELECT ow.id FROM owned ow)) AND j.id = o.id
+    WHERE j.id = o.id
     RETURNING j.id
 ),
 recorded AS (
