@@ -103,7 +103,9 @@ class DbSpan:
         return self.done / seconds if seconds > 0 else float("nan")
 
 
-async def db_span(conn: asyncpg.Connection, table: str, done_status: str) -> DbSpan:
+async def db_span(
+    conn: asyncpg.Connection | asyncpg.pool.PoolConnectionProxy, table: str, done_status: str
+) -> DbSpan:
     """Read a drained table's span; ``table`` is a trusted, already-quoted name."""
     row = await conn.fetchrow(
         f"SELECT count(*) FILTER (WHERE status = $1) AS done, count(*) AS total,"

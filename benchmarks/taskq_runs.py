@@ -160,7 +160,11 @@ async def run_drain(dsn: str, schema: str, driver: str, n: int, concurrency: int
         env = worker_env(dsn, schema, driver)
         with Stopwatch() as sw:
             proc = await _spawn(env, worker_command(concurrency, until_idle=True))
-            code = await asyncio.wait_for(proc.wait(), WORKER_TIMEOUT)
+            try:
+                code = await asyncio.wait_for(proc.wait(), WORKER_TIMEOUT)
+            except BaseException:
+                await _stop(proc)
+                raise
         span = await db_span(conn, f'"{schema}".jobs', "succeeded")
     finally:
         await conn.close()

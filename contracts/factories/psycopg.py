@@ -1,26 +1,21 @@
 """Contract-suite factory for the psycopg adapter.
 
-It shares the asyncpg factory's session schema (migrated once per process,
-emptied before each test); the admin connection that empties it and severs
-sessions is asyncpg's, which the migration runner needs anyway. The leader
-lock, notifier and rate limiter modules are imported only when a test opens
-one, so the store contracts run without them.
+It runs on the session schema of ``postgres_common`` (migrated once per
+process, emptied before each test). The leader lock, notifier and rate
+limiter modules are imported only when a test opens one, so the store
+contracts run without them.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
-from typing import TYPE_CHECKING, Final
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
 
-from contracts.factories.asyncpg import Owner, empty_tables, session_schema, terminate_backend
+from contracts.factories.postgres_common import NOTIFIER_BACKOFF, POOL_MAX_SIZE, postgres_session
 from contracts.harness import Harness
-from contracts.provision import resolve_test_dsn
-from taskq.adapters.asyncpg import migrate
-from taskq.adapters.postgres.store import POSTGRES_CAPABILITIES
 from taskq.adapters.psycopg.pool import PoolOptions, create_pool
 from taskq.adapters.psycopg.store import PsycopgQueueStore
-from taskq.adapters.system_clock import SystemClock
 from taskq.ports.leader_lock import LeaderLock
 from taskq.ports.notifier import Notifier
 from taskq.ports.queue_store import QueueStore
@@ -29,22 +24,12 @@ from taskq.ports.rate_limiter import RateLimiter
 if TYPE_CHECKING:
     from contracts.harness import HarnessFactory
 
-#: Small pools: a harness opens several stores, each a "process" of its own.
-POOL_MAX_SIZE: Final = 5
-#: Reconnect quickly after a severed session (the contract allows a few attempts).
-NOTIFIER_BACKOFF: Final = 0.1
-
 
 @asynccontextmanager
 async def psycopg_harness() -> AsyncIterator[Harness]:
     """The psycopg adapter on the session schema, emptied for this test."""
-    dsn = resolve_test_dsn()
-    schema = await session_schema(dsn)
-    async with AsyncExitStack() as stack:
-        admin = await migrate.connect(dsn)
-        stack.push_async_callback(admin.close)
-        await empty_tables(admin, schema)
-        own = Owner(stack)
+    async with postgres_session() as pg:
+        dsn, schema, own = pg.dsn, pg.schema, pg.own
 
         async def open_store() -> QueueStore:
             return own(PsycopgQueueStore(dsn, schema=schema, max_size=POOL_MAX_SIZE))
@@ -70,19 +55,12 @@ async def psycopg_harness() -> AsyncIterator[Harness]:
             limiter: RateLimiter = own(PsycopgRateLimiter(pool, schema=schema))
             return limiter
 
-        async def sever(instance: object) -> None:
-            await terminate_backend(admin, instance)
-
-        yield Harness(
-            name="psycopg",
-            store=await open_store(),
+        yield await pg.harness(
+            "psycopg",
             open_store=open_store,
             open_leader_lock=open_leader_lock,
             open_notifier=open_notifier,
-            sever=sever,
-            clock=SystemClock(),
             open_rate_limiter=open_rate_limiter,
-            capabilities=POSTGRES_CAPABILITIES,
         )
 
 

@@ -11,7 +11,7 @@ import importlib
 import inspect
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from taskq.adapters.asyncpg import migrate as asyncpg_migrate
 from taskq.adapters.postgres.migrator import (
@@ -33,8 +33,13 @@ from taskq.ports.queue_store import QueueStore
 from taskq.ports.rate_limiter import RateLimiter
 
 if TYPE_CHECKING:
+    from taskq.adapters.asyncpg.store import AsyncpgQueueStore
     from taskq.adapters.postgres.embedded import EmbeddedPostgres
-    from taskq.adapters.postgres.store import LockBudgets
+    from taskq.adapters.postgres.store import LockBudgets, PooledQueueStore
+    from taskq.adapters.postgres.store.pooled import ClosablePool
+    from taskq.adapters.psycopg.store import PsycopgQueueStore
+
+P = TypeVar("P", bound="ClosablePool")
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,23 +218,10 @@ def _asyncpg_parts(settings: WorkerSettings, schema: Schema, dsn: str) -> _Postg
     from taskq.adapters.asyncpg.leader_lock import AsyncpgLeaderLock
     from taskq.adapters.asyncpg.notifier import AsyncpgNotifier
     from taskq.adapters.asyncpg.rate_limiter import AsyncpgRateLimiter
-    from taskq.adapters.asyncpg.store import AsyncpgQueueStore
 
     async def open_store() -> tuple[QueueStore, RateLimiter]:
-        store = AsyncpgQueueStore(
-            dsn,
-            schema=schema,
-            budgets=_lock_budgets(settings),
-            statement_cache_size=settings.statement_cache_size,
-            max_cached_statement_lifetime=settings.max_cached_statement_lifetime,
-            pooled=settings.pg_is_pooled,
-            max_size=_worker_pool_max(settings),
-        )
-        try:
-            pool = await store.pool()
-        except BaseException:
-            await store.close()
-            raise
+        store = _asyncpg_store(settings, dsn, schema, max_size=_worker_pool_max(settings))
+        pool = await _open_pool(store)
         return store, AsyncpgRateLimiter(pool, schema=schema)
 
     return _PostgresParts(
@@ -248,22 +240,10 @@ def _psycopg_parts(settings: WorkerSettings, schema: Schema, dsn: str) -> _Postg
     from taskq.adapters.psycopg.leader_lock import PsycopgLeaderLock
     from taskq.adapters.psycopg.notifier import PsycopgNotifier
     from taskq.adapters.psycopg.rate_limiter import PsycopgRateLimiter
-    from taskq.adapters.psycopg.store import PsycopgQueueStore
 
     async def open_store() -> tuple[QueueStore, RateLimiter]:
-        store = PsycopgQueueStore(
-            dsn,
-            schema=schema,
-            budgets=_lock_budgets(settings),
-            statement_cache_size=settings.statement_cache_size,
-            pooled=settings.pg_is_pooled,
-            max_size=_worker_pool_max(settings),
-        )
-        try:
-            pool = await store.pool()
-        except BaseException:
-            await store.close()
-            raise
+        store = _psycopg_store(settings, dsn, schema, max_size=_worker_pool_max(settings))
+        pool = await _open_pool(store)
         return store, PsycopgRateLimiter(pool, schema=schema)
 
     return _PostgresParts(
@@ -278,7 +258,49 @@ def _psycopg_parts(settings: WorkerSettings, schema: Schema, dsn: str) -> _Postg
     )
 
 
-def _lock_budgets(settings: WorkerSettings) -> LockBudgets:
+def _asyncpg_store(
+    settings: TaskQSettings, dsn: str, schema: Schema, *, max_size: int
+) -> AsyncpgQueueStore:
+    """An asyncpg store on a TaskQ-owned pool of ``max_size`` (not opened yet)."""
+    from taskq.adapters.asyncpg.store import AsyncpgQueueStore
+
+    return AsyncpgQueueStore(
+        dsn,
+        schema=schema,
+        budgets=_lock_budgets(settings),
+        statement_cache_size=settings.statement_cache_size,
+        max_cached_statement_lifetime=settings.max_cached_statement_lifetime,
+        pooled=settings.pg_is_pooled,
+        max_size=max_size,
+    )
+
+
+def _psycopg_store(
+    settings: TaskQSettings, dsn: str, schema: Schema, *, max_size: int
+) -> PsycopgQueueStore:
+    """A psycopg store on a TaskQ-owned pool of ``max_size`` (not opened yet)."""
+    from taskq.adapters.psycopg.store import PsycopgQueueStore
+
+    return PsycopgQueueStore(
+        dsn,
+        schema=schema,
+        budgets=_lock_budgets(settings),
+        statement_cache_size=settings.statement_cache_size,
+        pooled=settings.pg_is_pooled,
+        max_size=max_size,
+    )
+
+
+async def _open_pool(store: PooledQueueStore[P]) -> P:
+    """Open the store's pool now; a store that cannot open it is closed before the error goes on."""
+    try:
+        return await store.pool()
+    except BaseException:
+        await store.close()
+        raise
+
+
+def _lock_budgets(settings: TaskQSettings) -> LockBudgets:
     from taskq.adapters.postgres.store import LockBudgets
 
     return LockBudgets(
@@ -370,16 +392,6 @@ __all__ = [
 ]
 
 
-def _client_budgets(settings: TaskQSettings) -> LockBudgets:
-    from taskq.adapters.postgres.store import LockBudgets
-
-    return LockBudgets(
-        max_pending_ms=settings.max_pending_lock_timeout_ms,
-        unique_ms=settings.unique_lock_timeout_ms,
-        idempotency_ms=settings.idempotency_lock_timeout_ms,
-    )
-
-
 async def open_store(settings: TaskQSettings) -> QueueStore:
     """A client store on its own new pool (``TASKQ_DRIVER``, DSN, schema from ``settings``).
 
@@ -387,43 +399,19 @@ async def open_store(settings: TaskQSettings) -> QueueStore:
     ``StoreUnavailable``; ``store.close()`` closes the pool.
     """
     schema = Schema(settings.schema_name)
-    opened: QueueStore
+    dsn, size = settings.pg_dsn, settings.client_pool_size
     if settings.driver == "asyncpg":
-        from taskq.adapters.asyncpg.store import AsyncpgQueueStore
-
-        a_store = AsyncpgQueueStore(
-            settings.pg_dsn,
-            schema=schema,
-            budgets=_client_budgets(settings),
-            statement_cache_size=settings.statement_cache_size,
-            max_cached_statement_lifetime=settings.max_cached_statement_lifetime,
-            pooled=settings.pg_is_pooled,
-            max_size=settings.client_pool_size,
-        )
-        opener, opened = a_store.open, a_store
-    elif settings.driver == "psycopg":
-        from taskq.adapters.psycopg.store import PsycopgQueueStore
-
-        p_store = PsycopgQueueStore(
-            settings.pg_dsn,
-            schema=schema,
-            budgets=_client_budgets(settings),
-            statement_cache_size=settings.statement_cache_size,
-            pooled=settings.pg_is_pooled,
-            max_size=settings.client_pool_size,
-        )
-        opener, opened = p_store.open, p_store
-    else:
-        raise ConfigurationError(
-            f"TASKQ_DRIVER={settings.driver!r} names a custom adapter factory, which builds "
-            "worker ports; build the client from its store with JobsClient(store)"
-        )
-    try:
-        await opener()
-    except BaseException:
-        await opened.close()
-        raise
-    return opened
+        a_store = _asyncpg_store(settings, dsn, schema, max_size=size)
+        await _open_pool(a_store)
+        return a_store
+    if settings.driver == "psycopg":
+        p_store = _psycopg_store(settings, dsn, schema, max_size=size)
+        await _open_pool(p_store)
+        return p_store
+    raise ConfigurationError(
+        f"TASKQ_DRIVER={settings.driver!r} names a custom adapter factory, which builds "
+        "worker ports; build the client from its store with JobsClient(store)"
+    )
 
 
 def store_from_pool(pool: object, *, driver: str, schema: str) -> QueueStore:

@@ -7,11 +7,13 @@ operator-owned: the registered literal only seeds a new row. Structural fields
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from enum import StrEnum
 
+from taskq.domain.errors import ActorConfigDriftError
 from taskq.domain.job import JSON
 
 STRUCTURAL_FIELDS: tuple[str, ...] = ("queue", "metadata")
@@ -52,3 +54,63 @@ class ActorConfigSyncReport:
     created: tuple[str, ...] = ()
     capacity_overrides: tuple[CapacityOverride, ...] = ()
     overwritten: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ActorConfigMerge:
+    """The outcome of :func:`merge_actor_configs`: the report, and what a store must write.
+
+    ``created`` and ``changed`` (structure overwritten) are actor names in
+    input order; ``drifts`` is what a sync without ``force`` refuses with.
+    """
+
+    report: ActorConfigSyncReport
+    created: list[str]
+    changed: list[str]
+    drifts: list[ActorConfigDriftError]
+
+
+def merge_actor_configs(
+    table: dict[str, ActorConfig], registered: Iterable[ActorConfig]
+) -> ActorConfigMerge:
+    """The startup sync rules over ``table`` (updated in place, in input order).
+
+    A new actor's row is created from its registration; a stored row keeps
+    its operator-owned capacity (a differing literal is reported as an
+    override) and takes the registered structural fields (each difference is
+    a drift, and is overwritten).
+    """
+    created: list[str] = []
+    changed: list[str] = []
+    overrides: list[CapacityOverride] = []
+    drifts: list[ActorConfigDriftError] = []
+    overwritten: list[tuple[str, str]] = []
+    for config in registered:
+        stored = table.get(config.actor)
+        if stored is None:
+            table[config.actor] = config
+            created.append(config.actor)
+            continue
+        for name in CAPACITY_FIELDS:
+            was, now = getattr(stored, name), getattr(config, name)
+            if was != now:
+                overrides.append(
+                    CapacityOverride(actor=stored.actor, field=name, stored=was, registered=now)
+                )
+        changes: dict[str, object] = {}
+        for name in STRUCTURAL_FIELDS:
+            was, now = getattr(stored, name), getattr(config, name)
+            if was != now:
+                drifts.append(ActorConfigDriftError(stored.actor, name, was, now))
+                overwritten.append((stored.actor, name))
+                changes[name] = now
+        if changes:
+            table[stored.actor] = dataclasses.replace(stored, **changes)  # type: ignore[arg-type]
+            if stored.actor not in changed:
+                changed.append(stored.actor)
+    report = ActorConfigSyncReport(
+        created=tuple(created),
+        capacity_overrides=tuple(overrides),
+        overwritten=tuple(overwritten),
+    )
+    return ActorConfigMerge(report=report, created=created, changed=changed, drifts=drifts)

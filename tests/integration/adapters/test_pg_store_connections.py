@@ -11,11 +11,8 @@ from __future__ import annotations
 import socket
 
 import pytest
-from contracts.factories.asyncpg import empty_tables, session_schema
-from contracts.provision import NoTestDatabase, resolve_test_dsn
-from tests.integration.adapters.pg_store_support import DRIVERS, StoreDriver
+from tests.integration.adapters.pg_store_support import StoreDriver
 
-from taskq.adapters.asyncpg import migrate
 from taskq.adapters.postgres.schema import Schema
 from taskq.domain.errors import StoreUnavailable
 from taskq.domain.job import NewJob
@@ -24,30 +21,6 @@ pytestmark = pytest.mark.integration
 
 #: Enough calls of one query for psycopg's default prepare threshold (5) to prepare it.
 REPEATS = 8
-
-
-@pytest.fixture(params=DRIVERS, ids=lambda d: d.name)
-def driver(request: pytest.FixtureRequest) -> StoreDriver:
-    """The driver under test: every test runs on both."""
-    spec: StoreDriver = request.param
-    return spec
-
-
-@pytest.fixture
-def dsn() -> str:
-    try:
-        return resolve_test_dsn()
-    except NoTestDatabase as exc:
-        pytest.skip(str(exc))
-
-
-@pytest.fixture
-async def schema(dsn: str) -> Schema:
-    """The shared test schema, emptied."""
-    schema = await session_schema(dsn)
-    async with migrate.open_connection(dsn) as conn:
-        await empty_tables(conn, schema)
-    return schema
 
 
 def _closed_port() -> int:

@@ -14,11 +14,9 @@ from typing import Any
 
 import asyncpg
 import pytest
-from contracts.factories.asyncpg import empty_tables, session_schema
-from contracts.provision import NoTestDatabase, migrated_schema, resolve_test_dsn
-from tests.integration.adapters.pg_store_support import DRIVERS, StoreDriver, counted_store
+from contracts.provision import migrated_schema
+from tests.integration.adapters.pg_store_support import StoreDriver, counted_store
 
-from taskq.adapters.asyncpg import migrate
 from taskq.adapters.asyncpg.driver import render_store_queries
 from taskq.adapters.postgres.schema import Schema
 from taskq.domain.actor_config import ActorConfig
@@ -30,30 +28,6 @@ pytestmark = pytest.mark.integration
 
 BULK = 20_000
 LEASE = timedelta(seconds=60)
-
-
-@pytest.fixture(params=DRIVERS, ids=lambda d: d.name)
-def driver(request: pytest.FixtureRequest) -> StoreDriver:
-    """The driver under test: every test runs on both."""
-    spec: StoreDriver = request.param
-    return spec
-
-
-@pytest.fixture
-def dsn() -> str:
-    try:
-        return resolve_test_dsn()
-    except NoTestDatabase as exc:
-        pytest.skip(str(exc))
-
-
-@pytest.fixture
-async def schema(dsn: str) -> Schema:
-    """The shared test schema, emptied."""
-    schema = await session_schema(dsn)
-    async with migrate.open_connection(dsn) as conn:
-        await empty_tables(conn, schema)
-    return schema
 
 
 @pytest.fixture

@@ -13,40 +13,13 @@ from typing import Any
 
 import psycopg
 import pytest
-from contracts.factories.asyncpg import empty_tables, session_schema
-from contracts.provision import NoTestDatabase, resolve_test_dsn
-from tests.integration.adapters.pg_store_support import ASYNCPG, DRIVERS, PSYCOPG, StoreDriver
+from tests.integration.adapters.pg_store_support import ASYNCPG, PSYCOPG, StoreDriver
 
-from taskq.adapters.asyncpg import migrate
 from taskq.adapters.postgres.schema import Schema
 from taskq.domain.errors import MaxPendingExceeded
 from taskq.domain.job import EnqueueResult, NewJob
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(params=DRIVERS, ids=lambda d: d.name)
-def driver(request: pytest.FixtureRequest) -> StoreDriver:
-    """The driver under test: every test runs on both."""
-    spec: StoreDriver = request.param
-    return spec
-
-
-@pytest.fixture
-def dsn() -> str:
-    try:
-        return resolve_test_dsn()
-    except NoTestDatabase as exc:
-        pytest.skip(str(exc))
-
-
-@pytest.fixture
-async def schema(dsn: str) -> Schema:
-    """The shared test schema, emptied."""
-    schema = await session_schema(dsn)
-    async with migrate.open_connection(dsn) as conn:
-        await empty_tables(conn, schema)
-    return schema
 
 
 @pytest.fixture

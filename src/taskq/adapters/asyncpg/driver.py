@@ -9,6 +9,7 @@ and nowhere else (see ``postgres.driver`` for the mapping).
 from __future__ import annotations
 
 import itertools
+from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, Final, TypeAlias
@@ -16,18 +17,11 @@ from typing import Any, Final, TypeAlias
 import asyncpg
 
 from taskq.adapters.postgres.driver import (
-    SQLSTATE_DEADLOCK,
-    SQLSTATE_LOCK_NOT_AVAILABLE,
-    SQLSTATE_SERIALIZATION,
-    SQLSTATE_UNIQUE_VIOLATION,
     Driver,
-    LockTimeout,
     Row,
-    TransientConflict,
-    UniqueConflict,
+    error_reason,
+    sqlstate_error,
     store_queries,
-    unavailable_sqlstate,
-    value_sqlstate,
 )
 from taskq.adapters.postgres.schema import Schema
 from taskq.adapters.postgres.sql_loader import AsyncpgQuery
@@ -47,65 +41,72 @@ def render_store_queries(schema: Schema) -> Mapping[str, AsyncpgQuery]:
     return {name: query.for_asyncpg(schema) for name, query in store_queries().items()}
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
 @contextmanager
 def translated() -> Iterator[None]:
     """Translate asyncpg and socket errors into domain errors and the driver signals."""
     try:
         yield
     except asyncpg.PostgresError as exc:
-        state = exc.sqlstate
-        reason = _first_line(exc)
-        if state == SQLSTATE_LOCK_NOT_AVAILABLE:
-            raise LockTimeout(f"lock wait timed out: {reason}") from exc
-        if state == SQLSTATE_UNIQUE_VIOLATION:
-            constraint = getattr(exc, "constraint_name", None)
-            raise UniqueConflict(reason, constraint) from exc
-        if state in (SQLSTATE_DEADLOCK, SQLSTATE_SERIALIZATION):
-            raise TransientConflict(f"transaction conflict: {reason}") from exc
-        if unavailable_sqlstate(state):
-            raise StoreUnavailable(f"Postgres is unavailable: {reason}") from exc
-        if value_sqlstate(state):
-            raise ValueError(f"Postgres cannot store a value: {reason}") from exc
+        constraint = getattr(exc, "constraint_name", None)
+        error = sqlstate_error(exc.sqlstate, error_reason(exc), constraint)
+        if error is not None:
+            raise error from exc
         raise
     except asyncpg.exceptions.DataError:
         raise  # a parameter asyncpg could not encode: already a ValueError
     except (asyncpg.InterfaceError, OSError, TimeoutError) as exc:
-        raise StoreUnavailable(f"lost the Postgres connection: {_first_line(exc)}") from exc
+        raise StoreUnavailable(f"lost the Postgres connection: {error_reason(exc)}") from exc
 
 
-class AsyncpgConnectionDriver:
+class _Statements(ABC):
+    """The four statement calls, on whatever :meth:`_target` yields (a connection or the pool).
+
+    asyncpg's pool runs ``fetch``/``fetchrow``/``fetchval``/``execute`` on a
+    connection of its own, with the same signatures as a connection.
+    """
+
+    _queries: Mapping[str, AsyncpgQuery]
+
+    @abstractmethod
+    async def _target(self) -> AnyConnection | Pool:
+        """What the statements run on: this driver's connection, or the pool."""
+
+    async def fetch(self, query: str, /, **params: object) -> Sequence[Row]:
+        q = self._queries[query]
+        target = await self._target()
+        with translated():
+            rows: Sequence[Row] = await target.fetch(q.sql, *q.bind(params))
+        return rows
+
+    async def fetchrow(self, query: str, /, **params: object) -> Row | None:
+        q = self._queries[query]
+        target = await self._target()
+        with translated():
+            row: Row | None = await target.fetchrow(q.sql, *q.bind(params))
+        return row
+
+    async def fetchval(self, query: str, /, **params: object) -> Any:
+        q = self._queries[query]
+        target = await self._target()
+        with translated():
+            return await target.fetchval(q.sql, *q.bind(params))
+
+    async def execute(self, query: str, /, **params: object) -> None:
+        q = self._queries[query]
+        target = await self._target()
+        with translated():
+            await target.execute(q.sql, *q.bind(params))
+
+
+class AsyncpgConnectionDriver(_Statements):
     """Runs store queries on one connection; never closes it."""
 
     def __init__(self, conn: AnyConnection, queries: Mapping[str, AsyncpgQuery]) -> None:
         self._conn = conn
         self._queries = queries
 
-    async def fetch(self, query: str, /, **params: object) -> Sequence[Row]:
-        q = self._queries[query]
-        with translated():
-            rows: Sequence[Row] = await self._conn.fetch(q.sql, *q.bind(params))
-        return rows
-
-    async def fetchrow(self, query: str, /, **params: object) -> Row | None:
-        q = self._queries[query]
-        with translated():
-            row: Row | None = await self._conn.fetchrow(q.sql, *q.bind(params))
-        return row
-
-    async def fetchval(self, query: str, /, **params: object) -> Any:
-        q = self._queries[query]
-        with translated():
-            return await self._conn.fetchval(q.sql, *q.bind(params))
-
-    async def execute(self, query: str, /, **params: object) -> None:
-        q = self._queries[query]
-        with translated():
-            await self._conn.execute(q.sql, *q.bind(params))
+    async def _target(self) -> AnyConnection:
+        return self._conn
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Driver]:
@@ -130,7 +131,7 @@ class AsyncpgConnectionDriver:
             await conn.execute(f"RELEASE SAVEPOINT {name}")
 
 
-class AsyncpgPoolDriver:
+class AsyncpgPoolDriver(_Statements):
     """Runs each store query on a pooled connection; a transaction holds one connection.
 
     ``pool`` is awaited on first use, so a store can be made before its pool
@@ -143,31 +144,8 @@ class AsyncpgPoolDriver:
         self._pool = pool
         self._queries = queries
 
-    async def fetch(self, query: str, /, **params: object) -> Sequence[Row]:
-        q = self._queries[query]
-        pool = await self._pool()
-        with translated():
-            rows: Sequence[Row] = await pool.fetch(q.sql, *q.bind(params))
-        return rows
-
-    async def fetchrow(self, query: str, /, **params: object) -> Row | None:
-        q = self._queries[query]
-        pool = await self._pool()
-        with translated():
-            row: Row | None = await pool.fetchrow(q.sql, *q.bind(params))
-        return row
-
-    async def fetchval(self, query: str, /, **params: object) -> Any:
-        q = self._queries[query]
-        pool = await self._pool()
-        with translated():
-            return await pool.fetchval(q.sql, *q.bind(params))
-
-    async def execute(self, query: str, /, **params: object) -> None:
-        q = self._queries[query]
-        pool = await self._pool()
-        with translated():
-            await pool.execute(q.sql, *q.bind(params))
+    async def _target(self) -> Pool:
+        return await self._pool()
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Driver]:

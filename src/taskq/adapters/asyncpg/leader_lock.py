@@ -13,6 +13,7 @@ from taskq.adapters.postgres.advisory_leader import (
     AdvisoryLeaderLock,
     LeaderQuery,
 )
+from taskq.adapters.postgres.dedicated import DedicatedConnection
 from taskq.adapters.postgres.schema import Schema
 from taskq.adapters.postgres.sql_loader import asyncpg_queries
 
@@ -45,15 +46,36 @@ async def close_quietly(conn: Connection) -> None:
         conn.terminate()
 
 
-class AsyncpgLeaderLock(AdvisoryLeaderLock["Connection"]):
+class AsyncpgSession(DedicatedConnection["Connection"]):
+    """The dedicated-connection hooks on asyncpg, for the leader lock and the notifier.
+
+    An owned connection is opened from ``_dsn``, which the subclass sets.
+    """
+
+    driver_errors: ClassVar[tuple[type[Exception], ...]] = ASYNCPG_ERRORS
+
+    _dsn: str
+
+    async def _open(self) -> Connection:
+        return await migrate.connect(self._dsn)
+
+    async def _dispose(self, conn: Connection) -> None:
+        await close_quietly(conn)
+
+    def _is_open(self, conn: Connection) -> bool:
+        return not conn.is_closed()
+
+    def _server_pid(self, conn: Connection) -> int | None:
+        return conn.get_server_pid()
+
+
+class AsyncpgLeaderLock(AsyncpgSession, AdvisoryLeaderLock["Connection"]):
     """``LeaderLock`` on a session advisory lock held by one asyncpg connection.
 
     ``conn`` is a caller-owned dedicated connection (never closed here);
     without it one is opened lazily from ``dsn`` (the direct DSN, never a
     transaction-mode pooler, which would drop the session lock) and owned.
     """
-
-    driver_errors: ClassVar[tuple[type[Exception], ...]] = ASYNCPG_ERRORS
 
     def __init__(
         self,
@@ -67,21 +89,9 @@ class AsyncpgLeaderLock(AdvisoryLeaderLock["Connection"]):
         self._dsn = dsn
         self._queries = asyncpg_queries("leader", schema)
 
-    async def _open(self) -> Connection:
-        return await migrate.connect(self._dsn)
-
     async def _query(self, conn: Connection, name: LeaderQuery) -> bool:
         query = self._queries[name]
         return bool(await conn.fetchval(query.sql, *query.args(lock_key=self.lock_key)))
-
-    async def _dispose(self, conn: Connection) -> None:
-        await close_quietly(conn)
-
-    def _is_open(self, conn: Connection) -> bool:
-        return not conn.is_closed()
-
-    def _server_pid(self, conn: Connection) -> int | None:
-        return conn.get_server_pid()
 
 
 if TYPE_CHECKING:
@@ -95,5 +105,6 @@ __all__ = [
     "CLOSE_TIMEOUT",
     "CONNECTION_FAILURES",
     "AsyncpgLeaderLock",
+    "AsyncpgSession",
     "close_quietly",
 ]

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
-from taskq.adapters.asyncpg import migrate
-from taskq.adapters.asyncpg.leader_lock import ASYNCPG_ERRORS, close_quietly
+from taskq.adapters.asyncpg.leader_lock import AsyncpgSession
 from taskq.adapters.postgres.notify_backoff import DEFAULT_INITIAL, DEFAULT_MAXIMUM
 from taskq.adapters.postgres.schema import Schema
 from taskq.adapters.postgres.sql_loader import asyncpg_queries
@@ -22,7 +21,7 @@ if TYPE_CHECKING:
     from taskq.ports.notifier import Notifier
 
 
-class AsyncpgNotifier(WakeListener["Connection"]):
+class AsyncpgNotifier(AsyncpgSession, WakeListener["Connection"]):
     """``Notifier`` on one asyncpg LISTEN connection plus one publishing connection.
 
     asyncpg hands notifications to a listener callback, and its termination
@@ -31,8 +30,6 @@ class AsyncpgNotifier(WakeListener["Connection"]):
     connection (LISTENed on, never closed here); without it one is opened
     from ``dsn`` (the direct DSN: a transaction-mode pooler drops LISTEN).
     """
-
-    driver_errors: ClassVar[tuple[type[Exception], ...]] = ASYNCPG_ERRORS
 
     def __init__(
         self,
@@ -56,9 +53,6 @@ class AsyncpgNotifier(WakeListener["Connection"]):
         self._dsn = dsn
         self._queries = asyncpg_queries("notify", schema)
 
-    async def _open(self) -> Connection:
-        return await migrate.connect(self._dsn)
-
     async def _subscribe(self, conn: Connection) -> None:
         # Both registrations are sets in asyncpg, so subscribing again is harmless.
         conn.add_termination_listener(self._on_termination)
@@ -74,15 +68,6 @@ class AsyncpgNotifier(WakeListener["Connection"]):
     async def _notify(self, conn: Connection, queue: str) -> None:
         query = self._queries["publish_wake"]
         await conn.execute(query.sql, *query.args(channel=self.channel, queue=queue))
-
-    async def _dispose(self, conn: Connection) -> None:
-        await close_quietly(conn)
-
-    def _is_open(self, conn: Connection) -> bool:
-        return not conn.is_closed()
-
-    def _server_pid(self, conn: Connection) -> int | None:
-        return conn.get_server_pid()
 
     def _on_notification(
         self,

@@ -20,6 +20,7 @@ from typing import Final
 import asyncpg
 
 from taskq.adapters.asyncpg.driver import Connection, Pool
+from taskq.adapters.postgres.driver import error_reason as _reason
 from taskq.adapters.postgres.dsn import dsn_location
 from taskq.domain.errors import ConfigurationError, StoreUnavailable
 
@@ -37,11 +38,6 @@ async def register_jsonb_codec(conn: Connection) -> None:
     )
 
 
-def _reason(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PoolOptions:
     """How TaskQ builds an asyncpg pool. ``pooled``: a transaction-mode pooler is in between."""
@@ -53,6 +49,17 @@ class PoolOptions:
     pooled: bool = False
     command_timeout: float | None = None
     connect_timeout: float = CONNECT_TIMEOUT
+
+
+async def _keep_session(conn: object) -> None:
+    """Pool reset hook: nothing beyond asyncpg's own rollback of an open transaction.
+
+    The default reset sends ``pg_advisory_unlock_all(); CLOSE ALL; UNLISTEN *;
+    RESET ALL`` after every use, a round trip on every query's latency path.
+    TaskQ keeps no session state on pool connections (lock timeouts are
+    transaction-local; the leader lock and LISTEN have dedicated connections),
+    so there is nothing to reset.
+    """
 
 
 async def create_pool(dsn: str, options: PoolOptions | None = None) -> Pool:
@@ -81,6 +88,7 @@ async def create_pool(dsn: str, options: PoolOptions | None = None) -> Pool:
             timeout=opts.connect_timeout,
             server_settings=server_settings,
             init=register_jsonb_codec,
+            reset=_keep_session,
         )
     except asyncpg.exceptions.ClientConfigurationError as exc:
         raise ConfigurationError(f"invalid Postgres DSN for {where}: {_reason(exc)}") from exc

@@ -9,13 +9,12 @@ from taskq.adapters.memory.rows import to_json_object
 from taskq.adapters.memory.store_base import StoreCore
 from taskq.domain.actor_config import (
     CAPACITY_FIELDS,
-    STRUCTURAL_FIELDS,
     ActorConfig,
     ActorConfigSyncReport,
-    CapacityOverride,
     QueueMode,
+    merge_actor_configs,
 )
-from taskq.domain.errors import ActorConfigDriftError, ActorConfigDriftList, UnknownActorError
+from taskq.domain.errors import ActorConfigDriftList, UnknownActorError
 from taskq.ports.store_params import CapacityUpdate
 
 
@@ -33,39 +32,11 @@ class AdminOps(StoreCore):
         await self._begin()
         # Work on a copy and commit at the end: a drift refusal writes nothing.
         table = dict(self._db.actor_configs)
-        created: list[str] = []
-        overrides: list[CapacityOverride] = []
-        drifts: list[ActorConfigDriftError] = []
-        overwritten: list[tuple[str, str]] = []
-        for registered in map(_stored, configs):
-            stored = table.get(registered.actor)
-            if stored is None:
-                table[registered.actor] = registered
-                created.append(registered.actor)
-                continue
-            for name in CAPACITY_FIELDS:
-                was, now = getattr(stored, name), getattr(registered, name)
-                if was != now:
-                    overrides.append(
-                        CapacityOverride(actor=stored.actor, field=name, stored=was, registered=now)
-                    )
-            changes: dict[str, object] = {}
-            for name in STRUCTURAL_FIELDS:
-                was, now = getattr(stored, name), getattr(registered, name)
-                if was != now:
-                    drifts.append(ActorConfigDriftError(stored.actor, name, was, now))
-                    overwritten.append((stored.actor, name))
-                    changes[name] = now
-            if changes:
-                table[stored.actor] = dataclasses.replace(stored, **changes)  # type: ignore[arg-type]
-        if drifts and not force:
-            raise ActorConfigDriftList(drifts)
+        merge = merge_actor_configs(table, map(_stored, configs))
+        if merge.drifts and not force:
+            raise ActorConfigDriftList(merge.drifts)
         self._db.actor_configs = table
-        return ActorConfigSyncReport(
-            created=tuple(created),
-            capacity_overrides=tuple(overrides),
-            overwritten=tuple(overwritten),
-        )
+        return merge.report
 
     async def get_actor_config(self, actor: str) -> ActorConfig | None:
         await self._begin()

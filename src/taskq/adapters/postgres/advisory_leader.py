@@ -24,9 +24,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from abc import ABC, abstractmethod
-from typing import ClassVar, Final, Generic, Literal, TypeVar
+from abc import abstractmethod
+from typing import Final, Literal, TypeVar
 
+from taskq.adapters.postgres.dedicated import DedicatedConnection
 from taskq.adapters.postgres.schema import Schema
 from taskq.domain.errors import StoreUnavailable
 
@@ -45,16 +46,11 @@ class _SessionFailed(Exception):
     """The dedicated connection failed; ``__cause__`` is the driver error."""
 
 
-class AdvisoryLeaderLock(ABC, Generic[C]):
-    """The ``LeaderLock`` port on a session advisory lock; ``C`` is the driver's connection."""
+class AdvisoryLeaderLock(DedicatedConnection[C]):
+    """The ``LeaderLock`` port on a session advisory lock; ``C`` is the driver's connection.
 
-    #: Exceptions of the driver that mean the dedicated connection failed.
-    driver_errors: ClassVar[tuple[type[Exception], ...]] = ()
-
-    @property
-    def _failures(self) -> tuple[type[Exception], ...]:
-        """Everything that means the session failed: the driver's errors, OS errors, timeouts."""
-        return (*self.driver_errors, OSError)
+    A driver supplies :class:`DedicatedConnection`'s hooks and :meth:`_query`.
+    """
 
     def __init__(
         self, *, schema: Schema, conn: C | None, operation_timeout: float = OPERATION_TIMEOUT
@@ -77,38 +73,14 @@ class AdvisoryLeaderLock(ABC, Generic[C]):
     # --- driver hooks ----------------------------------------------------------------
 
     @abstractmethod
-    async def _open(self) -> C:
-        """Open an owned connection from the DSN; raise ``StoreUnavailable`` when impossible."""
-
-    @abstractmethod
     async def _query(self, conn: C, name: LeaderQuery) -> bool:
         """Run ``name`` from ``leader.sql`` with ``lock_key`` and return its one boolean."""
-
-    @abstractmethod
-    async def _dispose(self, conn: C) -> None:
-        """Close an owned connection (bounded); never raises."""
-
-    @abstractmethod
-    def _is_open(self, conn: C) -> bool:
-        """Whether the driver still considers ``conn`` usable."""
-
-    @abstractmethod
-    def _server_pid(self, conn: C) -> int | None:
-        """The server process id of ``conn``'s session."""
 
     # --- the port --------------------------------------------------------------------
 
     @property
     def held(self) -> bool:
         return self._held
-
-    @property
-    def backend_pid(self) -> int | None:
-        """Server pid of the dedicated connection; None when there is no live one."""
-        conn = self._conn
-        if conn is None or not self._is_open(conn):
-            return None
-        return self._server_pid(conn)
 
     async def try_acquire(self) -> bool:
         """True when this instance holds the lock now; never waits for another holder.

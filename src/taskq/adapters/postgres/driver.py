@@ -113,6 +113,31 @@ def store_queries() -> Mapping[str, Query]:
     return merged
 
 
+def error_reason(exc: BaseException) -> str:
+    """The first line of ``exc``'s message (its type name when it has none)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def sqlstate_error(sqlstate: str | None, reason: str, constraint: str | None) -> Exception | None:
+    """The domain error or driver signal a failed statement's SQLSTATE means, if any.
+
+    ``None``: the state has no translation and the driver's error goes on.
+    The driver raises what this returns ``from`` its own exception.
+    """
+    if sqlstate == SQLSTATE_LOCK_NOT_AVAILABLE:
+        return LockTimeout(f"lock wait timed out: {reason}")
+    if sqlstate == SQLSTATE_UNIQUE_VIOLATION:
+        return UniqueConflict(reason, constraint)
+    if sqlstate in (SQLSTATE_DEADLOCK, SQLSTATE_SERIALIZATION):
+        return TransientConflict(f"transaction conflict: {reason}")
+    if unavailable_sqlstate(sqlstate):
+        return StoreUnavailable(f"Postgres is unavailable: {reason}")
+    if value_sqlstate(sqlstate):
+        return ValueError(f"Postgres cannot store a value: {reason}")
+    return None
+
+
 def unavailable_sqlstate(sqlstate: str | None) -> bool:
     """Whether ``sqlstate`` means the server went away or refused to go on."""
     if sqlstate is None:
@@ -137,6 +162,8 @@ __all__ = [
     "Row",
     "TransientConflict",
     "UniqueConflict",
+    "error_reason",
+    "sqlstate_error",
     "store_queries",
     "unavailable_sqlstate",
     "value_sqlstate",

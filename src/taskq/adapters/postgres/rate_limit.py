@@ -7,20 +7,21 @@ decision is one statement of ``queries/rate_limits.sql``, so limiters on any
 number of connections and processes agree. ``now=None`` means the database
 clock, so processes with skewed clocks still share windows and expiries.
 
-A driver subclass only runs one named query on a pooled connection and turns
-every driver failure into ``RateLimitUnavailable`` (raised ``from`` the
+A driver subclass only runs one named query on a pooled connection and names
+its failures; each becomes ``RateLimitUnavailable`` (raised ``from`` the
 original), which is what lets ``FallbackRateLimiter`` put Postgres behind
 Redis. The pool is the caller's: ``close()`` never closes it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import Any, Final, Literal
+from typing import Any, ClassVar, Final, Literal
 
 from taskq.adapters.postgres.schema import Schema
 from taskq.domain.errors import RateLimitUnavailable
@@ -71,6 +72,9 @@ def check_lease(lease: timedelta) -> None:
 class PostgresRateLimiter(ABC):
     """Fixed-window rates and leased concurrency slots; see the ``RateLimiter`` port."""
 
+    #: The driver's errors (and OS errors) that mean the call failed: ``RateLimitUnavailable``.
+    connection_failures: ClassVar[tuple[type[Exception], ...]] = (OSError,)
+
     def __init__(self, *, schema: Schema) -> None:
         self.schema = schema
         self._closed = False
@@ -79,12 +83,25 @@ class PostgresRateLimiter(ABC):
         return f"<{type(self).__name__} schema={self.schema.name!r} closed={self._closed}>"
 
     @abstractmethod
+    async def _fetch_one(
+        self, query: RateQuery, params: Mapping[str, object]
+    ) -> Mapping[str, Any] | None:
+        """Run ``query`` on a pooled connection and return its first row, if any."""
+
     async def _fetchrow(self, query: RateQuery, params: Mapping[str, object]) -> Mapping[str, Any]:
         """Run ``query`` on a pooled connection and return its one row.
 
         Raises ``RateLimitUnavailable`` (``from`` the driver error) on any
         failure, a timeout after :data:`OPERATION_TIMEOUT` included.
         """
+        try:
+            async with asyncio.timeout(OPERATION_TIMEOUT):
+                row = await self._fetch_one(query, params)
+        except self.connection_failures as exc:
+            raise RateLimitUnavailable(f"postgres rate limiter failed: {exc!r}") from exc
+        if row is None:  # every rate_limits query returns exactly one row
+            raise RateLimitUnavailable(f"postgres rate limiter: {query} returned no row")
+        return row
 
     async def acquire_rate(
         self, key: str, *, limit: int, window: timedelta, now: datetime | None = None

@@ -28,10 +28,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Callable
-from typing import ClassVar, Final, Generic, TypeVar
+from typing import Final, TypeVar
 
+from taskq.adapters.postgres.dedicated import DedicatedConnection
 from taskq.adapters.postgres.notify_backoff import (
     DEFAULT_INITIAL,
     DEFAULT_MAXIMUM,
@@ -64,16 +65,12 @@ class _Subscription:
         self.callback = callback
 
 
-class WakeListener(ABC, Generic[C]):
-    """Wake-ups for one schema over LISTEN/NOTIFY; ``C`` is the driver's connection type."""
+class WakeListener(DedicatedConnection[C]):
+    """Wake-ups for one schema over LISTEN/NOTIFY; ``C`` is the driver's connection type.
 
-    #: Exceptions of the driver that mean a connection or its statement failed.
-    driver_errors: ClassVar[tuple[type[Exception], ...]] = ()
-
-    @property
-    def _failures(self) -> tuple[type[Exception], ...]:
-        """Everything that means a connection failed: the driver's errors, OS errors, timeouts."""
-        return (*self.driver_errors, OSError)
+    A driver supplies :class:`DedicatedConnection`'s hooks (its ``_dispose``
+    also stops receiving on the connection) and the LISTEN/NOTIFY ones below.
+    """
 
     def __init__(
         self,
@@ -116,10 +113,6 @@ class WakeListener(ABC, Generic[C]):
     # --- driver hooks ----------------------------------------------------------------
 
     @abstractmethod
-    async def _open(self) -> C:
-        """Open an owned autocommit connection; raise ``StoreUnavailable`` when impossible."""
-
-    @abstractmethod
     async def _subscribe(self, conn: C) -> None:
         """LISTEN on ``channel`` and start handing payloads to :meth:`_deliver`; idempotent.
 
@@ -137,18 +130,6 @@ class WakeListener(ABC, Generic[C]):
     @abstractmethod
     async def _notify(self, conn: C, queue: str) -> None:
         """Run ``publish_wake`` from ``notify.sql`` on the publishing connection."""
-
-    @abstractmethod
-    async def _dispose(self, conn: C) -> None:
-        """Stop receiving on and close an owned connection (bounded); never raises."""
-
-    @abstractmethod
-    def _is_open(self, conn: C) -> bool:
-        """Whether the driver still considers ``conn`` usable."""
-
-    @abstractmethod
-    def _server_pid(self, conn: C) -> int | None:
-        """The server process id of ``conn``'s session."""
 
     # --- the port --------------------------------------------------------------------
 
@@ -168,14 +149,6 @@ class WakeListener(ABC, Generic[C]):
     def closed(self) -> bool:
         """Whether ``close()`` was called."""
         return self._closed_now()
-
-    @property
-    def backend_pid(self) -> int | None:
-        """Server pid of the listening connection; None when there is no live one."""
-        conn = self._conn
-        if conn is None or not self._is_open(conn):
-            return None
-        return self._server_pid(conn)
 
     async def start(self) -> None:
         """Connect and LISTEN; raises ``StoreUnavailable`` when that fails. Idempotent."""

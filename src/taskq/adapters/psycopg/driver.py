@@ -10,6 +10,7 @@ here and nowhere else (see ``postgres.driver`` for the mapping).
 from __future__ import annotations
 
 import itertools
+from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, Final, TypeAlias
@@ -20,18 +21,11 @@ from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
 from taskq.adapters.postgres.driver import (
-    SQLSTATE_DEADLOCK,
-    SQLSTATE_LOCK_NOT_AVAILABLE,
-    SQLSTATE_SERIALIZATION,
-    SQLSTATE_UNIQUE_VIOLATION,
     Driver,
-    LockTimeout,
     Row,
-    TransientConflict,
-    UniqueConflict,
+    error_reason,
+    sqlstate_error,
     store_queries,
-    unavailable_sqlstate,
-    value_sqlstate,
 )
 from taskq.adapters.postgres.schema import Schema
 from taskq.adapters.postgres.sql_loader import PsycopgQuery
@@ -49,11 +43,6 @@ def render_store_queries(schema: Schema) -> Mapping[str, PsycopgQuery]:
     return {name: query.for_psycopg(schema) for name, query in store_queries().items()}
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
 @contextmanager
 def translated() -> Iterator[None]:
     """Translate psycopg and socket errors into domain errors and the driver signals."""
@@ -61,38 +50,24 @@ def translated() -> Iterator[None]:
         yield
     except psycopg.Error as exc:
         state = exc.sqlstate
-        reason = _first_line(exc)
-        if state == SQLSTATE_LOCK_NOT_AVAILABLE:
-            raise LockTimeout(f"lock wait timed out: {reason}") from exc
-        if state == SQLSTATE_UNIQUE_VIOLATION:
-            raise UniqueConflict(reason, exc.diag.constraint_name) from exc
-        if state in (SQLSTATE_DEADLOCK, SQLSTATE_SERIALIZATION):
-            raise TransientConflict(f"transaction conflict: {reason}") from exc
-        if unavailable_sqlstate(state):
-            raise StoreUnavailable(f"Postgres is unavailable: {reason}") from exc
-        if value_sqlstate(state):
-            raise ValueError(f"Postgres cannot store a value: {reason}") from exc
+        reason = error_reason(exc)
+        error = sqlstate_error(state, reason, exc.diag.constraint_name)
+        if error is not None:
+            raise error from exc
         if state is None and isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
             # No SQLSTATE: the connection or the pool failed, not a statement.
             raise StoreUnavailable(f"lost the Postgres connection: {reason}") from exc
         raise
     except OSError as exc:
-        raise StoreUnavailable(f"lost the Postgres connection: {_first_line(exc)}") from exc
+        raise StoreUnavailable(f"lost the Postgres connection: {error_reason(exc)}") from exc
 
 
-class PsycopgConnectionDriver:
-    """Runs store queries on one connection; never closes it."""
+class _Statements(ABC):
+    """The four statement calls over :meth:`_run`, which returns every row as a dict."""
 
-    def __init__(self, conn: Connection, queries: Mapping[str, PsycopgQuery]) -> None:
-        self._conn = conn
-        self._queries = queries
-
+    @abstractmethod
     async def _run(self, query: str, params: Mapping[str, object]) -> list[dict[str, Any]]:
-        q = self._queries[query]
-        with translated():
-            async with self._conn.cursor(row_factory=dict_row) as cur:
-                await cur.execute(q.sql, q.bind(params))
-                return await cur.fetchall() if cur.description is not None else []
+        """Run ``query`` with ``params``; every result row (none for a statement without)."""
 
     async def fetch(self, query: str, /, **params: object) -> Sequence[Row]:
         return await self._run(query, params)
@@ -107,6 +82,21 @@ class PsycopgConnectionDriver:
 
     async def execute(self, query: str, /, **params: object) -> None:
         await self._run(query, params)
+
+
+class PsycopgConnectionDriver(_Statements):
+    """Runs store queries on one connection; never closes it."""
+
+    def __init__(self, conn: Connection, queries: Mapping[str, PsycopgQuery]) -> None:
+        self._conn = conn
+        self._queries = queries
+
+    async def _run(self, query: str, params: Mapping[str, object]) -> list[dict[str, Any]]:
+        q = self._queries[query]
+        with translated():
+            async with self._conn.cursor(row_factory=dict_row) as cur:
+                await cur.execute(q.sql, q.bind(params))
+                return await cur.fetchall() if cur.description is not None else []
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Driver]:
@@ -138,7 +128,7 @@ class PsycopgConnectionDriver:
             await conn.execute(f"RELEASE SAVEPOINT {name}")
 
 
-class PsycopgPoolDriver:
+class PsycopgPoolDriver(_Statements):
     """Runs each store query on a pooled connection; a transaction holds one connection.
 
     ``pool`` is awaited on first use, so a store can be made before its pool
@@ -162,20 +152,6 @@ class PsycopgPoolDriver:
             ):
                 await cur.execute(q.sql, args)
                 return await cur.fetchall() if cur.description is not None else []
-
-    async def fetch(self, query: str, /, **params: object) -> Sequence[Row]:
-        return await self._run(query, params)
-
-    async def fetchrow(self, query: str, /, **params: object) -> Row | None:
-        rows = await self._run(query, params)
-        return rows[0] if rows else None
-
-    async def fetchval(self, query: str, /, **params: object) -> Any:
-        rows = await self._run(query, params)
-        return next(iter(rows[0].values())) if rows else None
-
-    async def execute(self, query: str, /, **params: object) -> None:
-        await self._run(query, params)
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Driver]:

@@ -1,7 +1,8 @@
 """The maintenance-leader lock on a psycopg connection (see ``postgres.advisory_leader``).
 
-Also home of the two helpers every dedicated psycopg connection of TaskQ uses
-(the notifier's too): :func:`connect_autocommit` and :func:`close_quietly`.
+Also home of what every dedicated psycopg connection of TaskQ uses (the
+notifier's too): :func:`connect_autocommit`, :func:`close_quietly` and the
+:class:`PsycopgSession` hooks.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from taskq.adapters.postgres.advisory_leader import (
     AdvisoryLeaderLock,
     LeaderQuery,
 )
+from taskq.adapters.postgres.dedicated import DedicatedConnection
+from taskq.adapters.postgres.driver import error_reason as _reason
 from taskq.adapters.postgres.dsn import dsn_location
 from taskq.adapters.postgres.schema import Schema
 from taskq.adapters.postgres.sql_loader import psycopg_queries
@@ -35,11 +38,6 @@ CLOSE_TIMEOUT: Final = 5.0
 PSYCOPG_ERRORS: Final[tuple[type[Exception], ...]] = (psycopg.Error,)
 #: The same plus OS-level failures (refused, reset, timed out).
 CONNECTION_FAILURES: Final[tuple[type[Exception], ...]] = (*PSYCOPG_ERRORS, OSError)
-
-
-def _reason(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 async def connect_autocommit(dsn: str) -> Connection:
@@ -87,7 +85,30 @@ def is_open(conn: Connection) -> bool:
     return not conn.closed and not conn.broken
 
 
-class PsycopgLeaderLock(AdvisoryLeaderLock["Connection"]):
+class PsycopgSession(DedicatedConnection["Connection"]):
+    """The dedicated-connection hooks on psycopg, for the leader lock and the notifier.
+
+    An owned autocommit connection is opened from ``_dsn``, which the subclass sets.
+    """
+
+    driver_errors: ClassVar[tuple[type[Exception], ...]] = PSYCOPG_ERRORS
+
+    _dsn: str
+
+    async def _open(self) -> Connection:
+        return await connect_autocommit(self._dsn)
+
+    async def _dispose(self, conn: Connection) -> None:
+        await close_quietly(conn)
+
+    def _is_open(self, conn: Connection) -> bool:
+        return is_open(conn)
+
+    def _server_pid(self, conn: Connection) -> int | None:
+        return conn.info.backend_pid
+
+
+class PsycopgLeaderLock(PsycopgSession, AdvisoryLeaderLock["Connection"]):
     """``LeaderLock`` on a session advisory lock held by one psycopg connection.
 
     ``conn`` is a caller-owned dedicated connection (never closed here; when
@@ -95,8 +116,6 @@ class PsycopgLeaderLock(AdvisoryLeaderLock["Connection"]):
     without it an autocommit connection is opened lazily from ``dsn`` (the
     direct DSN, never a transaction-mode pooler) and owned.
     """
-
-    driver_errors: ClassVar[tuple[type[Exception], ...]] = PSYCOPG_ERRORS
 
     def __init__(
         self,
@@ -110,24 +129,12 @@ class PsycopgLeaderLock(AdvisoryLeaderLock["Connection"]):
         self._dsn = dsn
         self._queries = psycopg_queries("leader", schema)
 
-    async def _open(self) -> Connection:
-        return await connect_autocommit(self._dsn)
-
     async def _query(self, conn: Connection, name: LeaderQuery) -> bool:
         query = self._queries[name]
         cursor = await conn.execute(query.sql, query.args(lock_key=self.lock_key))
         row = await cursor.fetchone()
         await settle(conn)
         return row is not None and bool(row[0])
-
-    async def _dispose(self, conn: Connection) -> None:
-        await close_quietly(conn)
-
-    def _is_open(self, conn: Connection) -> bool:
-        return is_open(conn)
-
-    def _server_pid(self, conn: Connection) -> int | None:
-        return conn.info.backend_pid
 
 
 if TYPE_CHECKING:
@@ -143,6 +150,7 @@ __all__ = [
     "PSYCOPG_ERRORS",
     "Connection",
     "PsycopgLeaderLock",
+    "PsycopgSession",
     "close_quietly",
     "connect_autocommit",
     "is_open",

@@ -13,7 +13,7 @@ once, which flips ``connected`` to False before the next health check.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, ClassVar, Final
+from typing import TYPE_CHECKING, Final
 
 from psycopg import sql
 
@@ -27,11 +27,9 @@ from taskq.adapters.postgres.wake_listener import (
 )
 from taskq.adapters.psycopg.leader_lock import (
     CONNECTION_FAILURES,
-    PSYCOPG_ERRORS,
     Connection,
+    PsycopgSession,
     close_quietly,
-    connect_autocommit,
-    is_open,
     settle,
 )
 
@@ -42,7 +40,7 @@ if TYPE_CHECKING:
 READ_SLICE: Final = 0.5
 
 
-class PsycopgNotifier(WakeListener["Connection"]):
+class PsycopgNotifier(PsycopgSession, WakeListener["Connection"]):
     """``Notifier`` on one psycopg LISTEN connection plus one publishing connection.
 
     ``conn`` is a caller-owned dedicated connection (LISTENed on, never
@@ -50,8 +48,6 @@ class PsycopgNotifier(WakeListener["Connection"]):
     once). Without it an autocommit connection is opened from ``dsn`` (the
     direct DSN: a transaction-mode pooler drops LISTEN).
     """
-
-    driver_errors: ClassVar[tuple[type[Exception], ...]] = PSYCOPG_ERRORS
 
     def __init__(
         self,
@@ -77,9 +73,6 @@ class PsycopgNotifier(WakeListener["Connection"]):
         self._listen = sql.SQL("LISTEN {}").format(sql.Identifier(self.channel))
         self._unlisten = sql.SQL("UNLISTEN {}").format(sql.Identifier(self.channel))
         self._reader: tuple[Connection, asyncio.Task[None]] | None = None
-
-    async def _open(self) -> Connection:
-        return await connect_autocommit(self._dsn)
 
     async def _subscribe(self, conn: Connection) -> None:
         await conn.execute(self._listen)
@@ -110,12 +103,6 @@ class PsycopgNotifier(WakeListener["Connection"]):
         if reader is not None and reader[0] is conn:
             await self._stop_reader()
         await close_quietly(conn)
-
-    def _is_open(self, conn: Connection) -> bool:
-        return is_open(conn)
-
-    def _server_pid(self, conn: Connection) -> int | None:
-        return conn.info.backend_pid
 
     async def close(self) -> None:
         await super().close()

@@ -19,6 +19,7 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import AsyncConnectionPool
 
+from taskq.adapters.postgres.driver import error_reason as _reason
 from taskq.adapters.postgres.dsn import dsn_location
 from taskq.adapters.psycopg.driver import Pool
 from taskq.domain.errors import ConfigurationError, StoreUnavailable
@@ -44,11 +45,6 @@ class PoolOptions:
     prepare_threshold: int = DEFAULT_PREPARE_THRESHOLD
     pooled: bool = False
     connect_timeout: float = CONNECT_TIMEOUT
-
-
-def _reason(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def connection_kwargs(dsn: str, options: PoolOptions) -> dict[str, Any]:

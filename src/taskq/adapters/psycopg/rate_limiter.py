@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from psycopg.rows import dict_row
 
 from taskq.adapters.postgres.rate_limit import (
-    OPERATION_TIMEOUT,
     QUERY_FAMILY,
     PostgresRateLimiter,
     RateQuery,
@@ -17,7 +15,6 @@ from taskq.adapters.postgres.rate_limit import (
 from taskq.adapters.postgres.schema import Schema
 from taskq.adapters.postgres.sql_loader import psycopg_queries
 from taskq.adapters.psycopg.leader_lock import CONNECTION_FAILURES
-from taskq.domain.errors import RateLimitUnavailable
 
 if TYPE_CHECKING:
     from psycopg_pool import AsyncConnectionPool
@@ -33,26 +30,24 @@ class PsycopgRateLimiter(PostgresRateLimiter):
     autocommit the pool commits it when the connection goes back.
     """
 
+    connection_failures: ClassVar[tuple[type[Exception], ...]] = CONNECTION_FAILURES
+
     def __init__(self, pool: AsyncConnectionPool[Any], *, schema: Schema) -> None:
         super().__init__(schema=schema)
         self._pool = pool
         self._queries = psycopg_queries(QUERY_FAMILY, schema)
 
-    async def _fetchrow(self, query: RateQuery, params: Mapping[str, object]) -> Mapping[str, Any]:
+    async def _fetch_one(
+        self, query: RateQuery, params: Mapping[str, object]
+    ) -> Mapping[str, Any] | None:
         rendered = self._queries[query]
         args = rendered.bind(params)
-        try:
-            async with (
-                asyncio.timeout(OPERATION_TIMEOUT),
-                self._pool.connection() as conn,
-                conn.cursor(row_factory=dict_row) as cursor,
-            ):
-                await cursor.execute(rendered.sql, args)
-                row: dict[str, Any] | None = await cursor.fetchone()
-        except CONNECTION_FAILURES as exc:
-            raise RateLimitUnavailable(f"postgres rate limiter failed: {exc!r}") from exc
-        if row is None:  # every rate_limits query returns exactly one row
-            raise RateLimitUnavailable(f"postgres rate limiter: {query} returned no row")
+        async with (
+            self._pool.connection() as conn,
+            conn.cursor(row_factory=dict_row) as cursor,
+        ):
+            await cursor.execute(rendered.sql, args)
+            row: dict[str, Any] | None = await cursor.fetchone()
         return row
 
 

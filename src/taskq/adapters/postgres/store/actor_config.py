@@ -10,12 +10,11 @@ from taskq.adapters.postgres.store.base import StoreCore
 from taskq.adapters.postgres.store.rows import actor_config_from_row, dump_json_object
 from taskq.domain.actor_config import (
     CAPACITY_FIELDS,
-    STRUCTURAL_FIELDS,
     ActorConfig,
     ActorConfigSyncReport,
-    CapacityOverride,
+    merge_actor_configs,
 )
-from taskq.domain.errors import ActorConfigDriftError, ActorConfigDriftList, UnknownActorError
+from taskq.domain.errors import ActorConfigDriftList, UnknownActorError
 from taskq.ports.store_params import CapacityUpdate
 
 
@@ -35,9 +34,10 @@ class ActorConfigOps(StoreCore):
             await tx.fetchval("lock_actor_config", lock_key=self._schema.lock_key("actor_config"))
             rows = await tx.fetch("actor_configs", actors=sorted({c.actor for c in registered}))
             table = {row["actor"]: actor_config_from_row(row) for row in rows}
-            report, created, changed, drifts = _sync(table, registered)
-            if drifts and not force:
-                raise ActorConfigDriftList(drifts)
+            merge = merge_actor_configs(table, registered)
+            created, changed = merge.created, merge.changed
+            if merge.drifts and not force:
+                raise ActorConfigDriftList(merge.drifts)
             if created:
                 new = [table[a] for a in created]
                 await tx.execute(
@@ -57,7 +57,7 @@ class ActorConfigOps(StoreCore):
                     queue=[c.queue for c in rewritten],
                     metadata=[dump_json_object(c.metadata) for c in rewritten],
                 )
-        return report
+        return merge.report
 
     async def get_actor_config(self, actor: str) -> ActorConfig | None:
         self._begin()
@@ -87,50 +87,6 @@ class ActorConfigOps(StoreCore):
         if row is None:
             raise UnknownActorError(update.actor)
         return actor_config_from_row(row)
-
-
-def _sync(
-    table: dict[str, ActorConfig], registered: Sequence[ActorConfig]
-) -> tuple[ActorConfigSyncReport, list[str], list[str], list[ActorConfigDriftError]]:
-    """The memory adapter's sync rules over ``table`` (updated in place, in input order).
-
-    Returns the report, the actors created, the actors whose structure changed,
-    and the drift found.
-    """
-    created: list[str] = []
-    changed: list[str] = []
-    overrides: list[CapacityOverride] = []
-    drifts: list[ActorConfigDriftError] = []
-    overwritten: list[tuple[str, str]] = []
-    for config in registered:
-        stored = table.get(config.actor)
-        if stored is None:
-            table[config.actor] = config
-            created.append(config.actor)
-            continue
-        for name in CAPACITY_FIELDS:
-            was, now = getattr(stored, name), getattr(config, name)
-            if was != now:
-                overrides.append(
-                    CapacityOverride(actor=stored.actor, field=name, stored=was, registered=now)
-                )
-        changes: dict[str, object] = {}
-        for name in STRUCTURAL_FIELDS:
-            was, now = getattr(stored, name), getattr(config, name)
-            if was != now:
-                drifts.append(ActorConfigDriftError(stored.actor, name, was, now))
-                overwritten.append((stored.actor, name))
-                changes[name] = now
-        if changes:
-            table[stored.actor] = dataclasses.replace(stored, **changes)  # type: ignore[arg-type]
-            if stored.actor not in changed:
-                changed.append(stored.actor)
-    report = ActorConfigSyncReport(
-        created=tuple(created),
-        capacity_overrides=tuple(overrides),
-        overwritten=tuple(overwritten),
-    )
-    return report, created, changed, drifts
 
 
 __all__ = ["ActorConfigOps"]

@@ -1,0 +1,55 @@
+"""What the leader lock and the notifier share: one dedicated connection per driver.
+
+Both hold a session of their own (an advisory lock lives as long as it,
+LISTEN only works on it), so both need the same four driver hooks (open,
+dispose, liveness, server pid) and the same notion of "the session failed".
+A driver supplies the hooks once, as a mixin for both.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import ClassVar, Generic, TypeVar
+
+C = TypeVar("C")
+
+
+class DedicatedConnection(ABC, Generic[C]):
+    """A holder of one dedicated connection ``_conn``; ``C`` is the driver's connection type."""
+
+    #: Exceptions of the driver that mean a connection or its statement failed.
+    driver_errors: ClassVar[tuple[type[Exception], ...]] = ()
+
+    _conn: C | None
+
+    @property
+    def _failures(self) -> tuple[type[Exception], ...]:
+        """Everything that means a connection failed: the driver's errors, OS errors, timeouts."""
+        return (*self.driver_errors, OSError)
+
+    @abstractmethod
+    async def _open(self) -> C:
+        """Open an owned autocommit connection from the DSN; raise ``StoreUnavailable`` if not."""
+
+    @abstractmethod
+    async def _dispose(self, conn: C) -> None:
+        """Stop using and close an owned connection (bounded); never raises."""
+
+    @abstractmethod
+    def _is_open(self, conn: C) -> bool:
+        """Whether the driver still considers ``conn`` usable."""
+
+    @abstractmethod
+    def _server_pid(self, conn: C) -> int | None:
+        """The server process id of ``conn``'s session."""
+
+    @property
+    def backend_pid(self) -> int | None:
+        """Server pid of the dedicated connection; None when there is no live one."""
+        conn = self._conn
+        if conn is None or not self._is_open(conn):
+            return None
+        return self._server_pid(conn)
+
+
+__all__ = ["DedicatedConnection"]
