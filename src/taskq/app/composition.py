@@ -9,9 +9,10 @@ from __future__ import annotations
 import contextlib
 import importlib
 import inspect
+import logging
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
 
 from taskq.adapters.asyncpg import migrate as asyncpg_migrate
 from taskq.adapters.postgres.migrator import (
@@ -23,9 +24,16 @@ from taskq.adapters.postgres.migrator import (
     status_problems,
 )
 from taskq.adapters.postgres.schema import DEFAULT_SCHEMA_NAME, Schema
+from taskq.app.connections import WorkerConnections
 from taskq.app.settings import BUILTIN_DRIVERS, TaskQSettings, WorkerSettings
+from taskq.app.worker import events
 from taskq.app.worker.ports import WorkerPorts
-from taskq.domain.errors import ConfigurationError
+from taskq.domain.errors import (
+    ConfigurationError,
+    RateLimitUnavailable,
+    StoreUnavailable,
+    TaskQError,
+)
 from taskq.ports.clock import Clock
 from taskq.ports.leader_lock import LeaderLock
 from taskq.ports.notifier import Notifier
@@ -40,6 +48,9 @@ if TYPE_CHECKING:
     from taskq.adapters.psycopg.store import PsycopgQueueStore
 
 P = TypeVar("P", bound="ClosablePool")
+
+#: Logged when ``WorkerConnections`` sets more than one pool role: the store runs on one pool.
+WORKER_CONNECTIONS_POOL_ROLES: Final = "worker-connections-pool-roles"
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +114,7 @@ async def build_worker_ports(
     notifier: Notifier | None = None,
     rate_limiter: RateLimiter | None = None,
     clock: Clock | None = None,
+    connections: WorkerConnections | None = None,
 ) -> WorkerPorts:
     """The ports a worker runs on: what the caller passed, the rest built from settings.
 
@@ -118,12 +130,35 @@ async def build_worker_ports(
       also passed are closed unused. ``taskq.app.composition:memory_worker_ports``
       is such a factory (an in-process memory backend, for demos and smoke tests).
 
-    Raises ``ConfigurationError`` when a port cannot be built and
-    ``StoreUnavailable`` when a built store cannot reach its database.
+    ``connections`` replaces the resources the built-in drivers build from
+    DSNs (see :mod:`taskq.app.connections`): given objects stay the caller's,
+    factory products are closed with the port that uses them. The store runs
+    on the first given pool role (dispatcher, heartbeat, worker); a Redis
+    client (or ``TASKQ_REDIS_URL``) puts the rate limiter on Redis, with the
+    Postgres one as fallback when the store is built here.
+
+    Raises ``ConfigurationError`` when a port cannot be built (including an
+    override of the wrong driver, or overrides with a custom ``TASKQ_DRIVER``)
+    and ``StoreUnavailable`` when a built store cannot reach its database.
     """
     clock = clock if clock is not None else _system_clock()
     wants_notifier = settings.notify_enabled and notifier is None
-    if store is not None and leader_lock is not None and not wants_notifier:
+    overrides = connections is not None and connections.has_any()
+    wants_redis = rate_limiter is None and (
+        settings.redis_url is not None
+        or (
+            connections is not None
+            and (
+                connections.redis_client is not None or connections.redis_client_factory is not None
+            )
+        )
+    )
+    if (
+        store is not None
+        and leader_lock is not None
+        and not wants_notifier
+        and not (wants_redis and settings.driver in BUILTIN_DRIVERS)
+    ):
         return WorkerPorts(
             store=store,
             leader_lock=leader_lock,
@@ -139,6 +174,12 @@ async def build_worker_ports(
             notifier=notifier,
             rate_limiter=rate_limiter,
             clock=clock,
+            connections=connections or WorkerConnections(),
+        )
+    if overrides:
+        raise ConfigurationError(
+            f"TASKQ_DRIVER={settings.driver}: WorkerConnections apply to the asyncpg and "
+            "psycopg drivers only; a custom factory builds its own connections"
         )
     built = await _factory_worker_ports(settings)
     owned: set[str] = set()
@@ -207,65 +248,93 @@ def _system_clock() -> Clock:
 
 @dataclass(frozen=True, slots=True)
 class _PostgresParts:
-    """How one driver builds each worker port (adapters imported by the builder)."""
+    """How one driver builds each worker port (adapters imported by the builder).
 
-    open_store: Callable[[], Awaitable[tuple[QueueStore, RateLimiter]]]
-    leader_lock: Callable[[], LeaderLock]
-    notifier: Callable[[], Notifier]
+    ``open_store`` takes the store's source (the DSN, a pool or a pool
+    factory); the lock and notifier builders take a dedicated connection (or
+    None for one opened from the DSN) and whether TaskQ owns it. ``pool_type``
+    and ``conn_type`` are what overrides must be for this driver.
+    """
+
+    open_store: Callable[[Any], Awaitable[tuple[QueueStore, RateLimiter]]]
+    leader_lock: Callable[[Any, bool], LeaderLock]
+    notifier: Callable[[Any, bool], Notifier]
+    pool_type: type
+    conn_type: type
 
 
 def _asyncpg_parts(settings: WorkerSettings, schema: Schema, dsn: str) -> _PostgresParts:
+    import asyncpg
+
     from taskq.adapters.asyncpg.leader_lock import AsyncpgLeaderLock
     from taskq.adapters.asyncpg.notifier import AsyncpgNotifier
     from taskq.adapters.asyncpg.rate_limiter import AsyncpgRateLimiter
 
-    async def open_store() -> tuple[QueueStore, RateLimiter]:
-        store = _asyncpg_store(settings, dsn, schema, max_size=_worker_pool_max(settings))
+    async def open_store(source: Any) -> tuple[QueueStore, RateLimiter]:
+        store = _asyncpg_store(settings, source, schema, max_size=_worker_pool_max(settings))
         pool = await _open_pool(store)
         return store, AsyncpgRateLimiter(pool, schema=schema)
 
     return _PostgresParts(
         open_store=open_store,
-        leader_lock=lambda: AsyncpgLeaderLock(dsn, schema=schema),
-        notifier=lambda: AsyncpgNotifier(
+        leader_lock=lambda conn, owns: AsyncpgLeaderLock(
+            dsn, schema=schema, conn=conn, owns_conn=owns
+        ),
+        notifier=lambda conn, owns: AsyncpgNotifier(
             dsn,
             schema=schema,
             health_check_interval=settings.notify_health_check_interval,
             reconnect_backoff_initial=settings.notify_reconnect_backoff_initial,
+            conn=conn,
+            owns_conn=owns,
         ),
+        pool_type=asyncpg.Pool,
+        conn_type=asyncpg.Connection,
     )
 
 
 def _psycopg_parts(settings: WorkerSettings, schema: Schema, dsn: str) -> _PostgresParts:
+    import psycopg
+    from psycopg_pool import AsyncConnectionPool
+
     from taskq.adapters.psycopg.leader_lock import PsycopgLeaderLock
     from taskq.adapters.psycopg.notifier import PsycopgNotifier
     from taskq.adapters.psycopg.rate_limiter import PsycopgRateLimiter
 
-    async def open_store() -> tuple[QueueStore, RateLimiter]:
-        store = _psycopg_store(settings, dsn, schema, max_size=_worker_pool_max(settings))
+    async def open_store(source: Any) -> tuple[QueueStore, RateLimiter]:
+        store = _psycopg_store(settings, source, schema, max_size=_worker_pool_max(settings))
         pool = await _open_pool(store)
         return store, PsycopgRateLimiter(pool, schema=schema)
 
     return _PostgresParts(
         open_store=open_store,
-        leader_lock=lambda: PsycopgLeaderLock(dsn, schema=schema),
-        notifier=lambda: PsycopgNotifier(
+        leader_lock=lambda conn, owns: PsycopgLeaderLock(
+            dsn, schema=schema, conn=conn, owns_conn=owns
+        ),
+        notifier=lambda conn, owns: PsycopgNotifier(
             dsn,
             schema=schema,
             health_check_interval=settings.notify_health_check_interval,
             reconnect_backoff_initial=settings.notify_reconnect_backoff_initial,
+            conn=conn,
+            owns_conn=owns,
         ),
+        pool_type=AsyncConnectionPool,
+        conn_type=psycopg.AsyncConnection,
     )
 
 
 def _asyncpg_store(
-    settings: TaskQSettings, dsn: str, schema: Schema, *, max_size: int
+    settings: TaskQSettings, source: Any, schema: Schema, *, max_size: int
 ) -> AsyncpgQueueStore:
-    """An asyncpg store on a TaskQ-owned pool of ``max_size`` (not opened yet)."""
+    """An asyncpg store on ``source``, a DSN (pool of ``max_size``), pool or pool factory.
+
+    Not opened yet; the pool options apply to a DSN-built pool only.
+    """
     from taskq.adapters.asyncpg.store import AsyncpgQueueStore
 
     return AsyncpgQueueStore(
-        dsn,
+        source,
         schema=schema,
         budgets=_lock_budgets(settings),
         statement_cache_size=settings.statement_cache_size,
@@ -276,13 +345,16 @@ def _asyncpg_store(
 
 
 def _psycopg_store(
-    settings: TaskQSettings, dsn: str, schema: Schema, *, max_size: int
+    settings: TaskQSettings, source: Any, schema: Schema, *, max_size: int
 ) -> PsycopgQueueStore:
-    """A psycopg store on a TaskQ-owned pool of ``max_size`` (not opened yet)."""
+    """A psycopg store on ``source``, a DSN (pool of ``max_size``), pool or pool factory.
+
+    Not opened yet; the pool options apply to a DSN-built pool only.
+    """
     from taskq.adapters.psycopg.store import PsycopgQueueStore
 
     return PsycopgQueueStore(
-        dsn,
+        source,
         schema=schema,
         budgets=_lock_budgets(settings),
         statement_cache_size=settings.statement_cache_size,
@@ -323,31 +395,56 @@ async def _postgres_worker_ports(
     notifier: Notifier | None,
     rate_limiter: RateLimiter | None,
     clock: Clock,
+    connections: WorkerConnections,
 ) -> WorkerPorts:
     """The missing ports on Postgres. Everything uses the direct DSN: the store
     claims and heartbeats (the guide keeps those off transaction-mode poolers),
     the leader lock and LISTEN need a session. The store's pool is opened here,
-    so an unreachable server fails the start at once (``StoreUnavailable``)."""
+    so an unreachable server fails the start at once (``StoreUnavailable``).
+
+    ``connections`` overrides are checked against the driver before anything
+    is opened; if building a later port fails, the ones built so far are closed.
+    """
     schema = Schema(settings.schema_name)
     dsn = settings.pg_dsn_direct
     if settings.driver == "asyncpg":
         parts = _asyncpg_parts(settings, schema, dsn)
     else:
         parts = _psycopg_parts(settings, schema, dsn)
+    for role in ("dispatcher_pool", "heartbeat_pool", "worker_pool"):
+        _require_driver(getattr(connections, role), parts.pool_type, role, settings.driver)
+    for role in ("notify_conn", "leader_conn"):
+        _require_driver(getattr(connections, role), parts.conn_type, role, settings.driver)
     owned: set[str] = set()
-    if store is None:
-        store, limiter = await parts.open_store()
-        owned.add("store")
+    built: list[_Closeable] = []
+    try:
+        pg_limiter: RateLimiter | None = None
+        if store is None:
+            source = _store_source(connections, parts, settings.driver)
+            store, pg_limiter = await parts.open_store(dsn if source is None else source)
+            owned.add("store")
+            built.append(store)
+        if leader_lock is None:
+            conn, owns = await _dedicated_conn(connections, "leader_conn", parts, settings.driver)
+            leader_lock = parts.leader_lock(conn, owns)
+            owned.add("leader_lock")
+            built.append(leader_lock)
+        if notifier is None and settings.notify_enabled:
+            conn, owns = await _dedicated_conn(connections, "notify_conn", parts, settings.driver)
+            notifier = parts.notifier(conn, owns)
+            owned.add("notifier")
+            built.append(notifier)
         if rate_limiter is None:
-            # Shares the store's pool; the worker only extends and sweeps reservations.
-            rate_limiter = limiter
-            owned.add("rate_limiter")
-    if leader_lock is None:
-        leader_lock = parts.leader_lock()
-        owned.add("leader_lock")
-    if notifier is None and settings.notify_enabled:
-        notifier = parts.notifier()
-        owned.add("notifier")
+            # The Postgres limiter shares the store's pool; the worker only extends and
+            # sweeps reservations.
+            rate_limiter = await _redis_rate_limiter(settings, schema, connections, pg_limiter)
+            if rate_limiter is not None:
+                owned.add("rate_limiter")
+    except BaseException:
+        for port in reversed(built):
+            with contextlib.suppress(Exception):
+                await port.close()
+        raise
     return WorkerPorts(
         store=store,
         leader_lock=leader_lock,
@@ -355,6 +452,130 @@ async def _postgres_worker_ports(
         rate_limiter=rate_limiter,
         clock=clock,
         owned=frozenset(owned),
+    )
+
+
+def _require_driver(given: object, expected: type, role: str, driver: str) -> None:
+    """Refuse an override object of another driver, naming its role."""
+    if given is not None and not isinstance(given, expected):
+        raise ConfigurationError(
+            f"WorkerConnections.{role}: TASKQ_DRIVER={driver} needs a "
+            f"{expected.__module__}.{expected.__qualname__}, got {type(given).__name__}"
+        )
+
+
+def _checked_factory(
+    factory: Callable[[], Awaitable[Any]], expected: type, role: str, driver: str
+) -> Callable[[], Awaitable[Any]]:
+    """``factory`` whose product is checked against the driver; a failure to connect
+    becomes ``StoreUnavailable`` so the worker refuses to start instead of crashing."""
+
+    async def make() -> Any:
+        try:
+            product = await factory()
+        except TaskQError:
+            raise
+        except Exception as exc:
+            raise StoreUnavailable(
+                f"WorkerConnections.{role}_factory failed: {type(exc).__name__}: {exc}"
+            ) from exc
+        try:
+            _require_driver(product, expected, f"{role}_factory", driver)
+        except ConfigurationError:
+            await _close_quietly(product)
+            raise
+        return product
+
+    return make
+
+
+async def _close_quietly(resource: object) -> None:
+    """Best-effort close of a rejected factory product (sync or async ``close``)."""
+    close = getattr(resource, "close", None)
+    if callable(close):
+        with contextlib.suppress(Exception):
+            result = close()
+            if inspect.isawaitable(result):
+                await result
+
+
+def _store_source(connections: WorkerConnections, parts: _PostgresParts, driver: str) -> Any:
+    """The pool (or checked pool factory) the store runs on; None for the DSN.
+
+    TaskQ's store runs claims, heartbeats and terminal writes on one pool, so
+    only the first given of the dispatcher, heartbeat and worker roles is used.
+    """
+    given = [
+        role
+        for role in ("dispatcher_pool", "heartbeat_pool", "worker_pool")
+        if getattr(connections, role) is not None
+        or getattr(connections, f"{role}_factory") is not None
+    ]
+    if not given:
+        return None
+    role = given[0]
+    if len(given) > 1:
+        events.emit(
+            WORKER_CONNECTIONS_POOL_ROLES,
+            logging.WARNING,
+            used=role,
+            ignored=given[1:],
+            reason="the store runs claims, heartbeats and terminal writes on one pool",
+        )
+    pool = getattr(connections, role)
+    if pool is not None:
+        return pool
+    return _checked_factory(getattr(connections, f"{role}_factory"), parts.pool_type, role, driver)
+
+
+async def _dedicated_conn(
+    connections: WorkerConnections, role: str, parts: _PostgresParts, driver: str
+) -> tuple[Any, bool]:
+    """The role's override connection and whether TaskQ owns it; (None, False) for the DSN."""
+    given = getattr(connections, role)
+    if given is not None:
+        return given, False
+    factory = getattr(connections, f"{role}_factory")
+    if factory is None:
+        return None, False
+    return await _checked_factory(factory, parts.conn_type, role, driver)(), True
+
+
+async def _redis_rate_limiter(
+    settings: WorkerSettings,
+    schema: Schema,
+    connections: WorkerConnections,
+    pg_limiter: RateLimiter | None,
+) -> RateLimiter | None:
+    """The rate limiter on Redis when a client is given, made or configured, else ``pg_limiter``.
+
+    With a Postgres limiter to fall back on, Redis is wrapped in
+    ``FallbackRateLimiter`` (``TASKQ_RATE_LIMIT_PG_FALLBACK_ENABLED``).
+    """
+    if connections.redis_client is not None:
+        client, owns = connections.redis_client, False
+    elif connections.redis_client_factory is not None:
+        try:
+            client, owns = await connections.redis_client_factory(), True
+        except TaskQError:
+            raise
+        except Exception as exc:
+            raise RateLimitUnavailable(
+                f"WorkerConnections.redis_client_factory failed: {type(exc).__name__}: {exc}"
+            ) from exc
+    elif settings.redis_url is not None:
+        from taskq.adapters.redis import make_redis_client
+
+        client, owns = make_redis_client(settings.redis_url), True
+    else:
+        return pg_limiter
+    from taskq.adapters.redis import FallbackRateLimiter, RedisRateLimiter
+
+    redis_limiter = RedisRateLimiter(client, prefix=f"taskq:{schema.name}", owns_client=owns)
+    if pg_limiter is None:
+        return redis_limiter
+    return FallbackRateLimiter(
+        redis_limiter, pg_limiter, enabled=settings.rate_limit_pg_fallback_enabled
     )
 
 

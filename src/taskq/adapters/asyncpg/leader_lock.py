@@ -75,6 +75,7 @@ class AsyncpgLeaderLock(AsyncpgSession, AdvisoryLeaderLock["Connection"]):
     ``conn`` is a caller-owned dedicated connection (never closed here);
     without it one is opened lazily from ``dsn`` (the direct DSN, never a
     transaction-mode pooler, which would drop the session lock) and owned.
+    ``owns_conn=True`` makes a given ``conn`` TaskQ's: closed on ``close()``.
     """
 
     def __init__(
@@ -84,8 +85,11 @@ class AsyncpgLeaderLock(AsyncpgSession, AdvisoryLeaderLock["Connection"]):
         schema: Schema,
         conn: Connection | None = None,
         operation_timeout: float = OPERATION_TIMEOUT,
+        owns_conn: bool = False,
     ) -> None:
-        super().__init__(schema=schema, conn=conn, operation_timeout=operation_timeout)
+        super().__init__(
+            schema=schema, conn=conn, operation_timeout=operation_timeout, owns_conn=owns_conn
+        )
         self._dsn = dsn
         self._queries = asyncpg_queries("leader", schema)
 

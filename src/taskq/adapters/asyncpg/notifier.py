@@ -29,6 +29,7 @@ class AsyncpgNotifier(AsyncpgSession, WakeListener["Connection"]):
     the next health check notices. ``conn`` is a caller-owned dedicated
     connection (LISTENed on, never closed here); without it one is opened
     from ``dsn`` (the direct DSN: a transaction-mode pooler drops LISTEN).
+    ``owns_conn=True`` makes a given ``conn`` TaskQ's: closed on ``close()``.
     """
 
     def __init__(
@@ -41,6 +42,7 @@ class AsyncpgNotifier(AsyncpgSession, WakeListener["Connection"]):
         reconnect_backoff_max: float = DEFAULT_MAXIMUM,
         conn: Connection | None = None,
         max_reconnect_attempts: int = DEFAULT_MAX_RECONNECT_ATTEMPTS,
+        owns_conn: bool = False,
     ) -> None:
         super().__init__(
             schema=schema,
@@ -49,6 +51,7 @@ class AsyncpgNotifier(AsyncpgSession, WakeListener["Connection"]):
             reconnect_backoff_initial=reconnect_backoff_initial,
             reconnect_backoff_max=reconnect_backoff_max,
             max_reconnect_attempts=max_reconnect_attempts,
+            owns_conn=owns_conn,
         )
         self._dsn = dsn
         self._queries = asyncpg_queries("notify", schema)

@@ -10,6 +10,7 @@ and transaction.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from taskq.adapters.asyncpg.driver import (
@@ -35,13 +36,14 @@ class AsyncpgQueueStore(PooledQueueStore[Pool]):
     ``source`` is a DSN (TaskQ-owned pool of ``min_size``..``max_size``
     connections, built with the statement-cache settings: ``pooled=True``
     means a transaction-mode pooler, so no statement cache) or an
-    ``asyncpg.Pool`` (caller-owned; the pool options are ignored). The
+    ``asyncpg.Pool`` (caller-owned; the pool options are ignored) or a
+    zero-argument async factory of one (called once, lazily; TaskQ-owned). The
     composition root passes the settings' values; adapters never read them.
     """
 
     def __init__(
         self,
-        source: str | Pool,
+        source: str | Pool | Callable[[], Awaitable[Pool]],
         *,
         schema: Schema | None = None,
         budgets: LockBudgets | None = None,

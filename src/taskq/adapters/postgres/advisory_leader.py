@@ -53,12 +53,18 @@ class AdvisoryLeaderLock(DedicatedConnection[C]):
     """
 
     def __init__(
-        self, *, schema: Schema, conn: C | None, operation_timeout: float = OPERATION_TIMEOUT
+        self,
+        *,
+        schema: Schema,
+        conn: C | None,
+        operation_timeout: float = OPERATION_TIMEOUT,
+        owns_conn: bool = False,
     ) -> None:
         self.schema = schema
         self.lock_key = schema.lock_key(LEADER_LOCK_PURPOSE)
         self._conn = conn
-        self._conn_owned = conn is None
+        # owns_conn: a given connection TaskQ made (a factory's), so closed like a DSN-opened one.
+        self._conn_owned = conn is None or owns_conn
         self._timeout = operation_timeout
         self._held = False
         self._closed = False

@@ -81,6 +81,7 @@ class WakeListener(DedicatedConnection[C]):
         reconnect_backoff_initial: float = DEFAULT_INITIAL,
         reconnect_backoff_max: float = DEFAULT_MAXIMUM,
         max_reconnect_attempts: int = DEFAULT_MAX_RECONNECT_ATTEMPTS,
+        owns_conn: bool = False,
     ) -> None:
         if not health_check_interval > 0:
             raise ValueError(f"health_check_interval must be > 0, got {health_check_interval}")
@@ -94,7 +95,8 @@ class WakeListener(DedicatedConnection[C]):
         #: Successful reconnects so far (observable in tests and metrics).
         self.reconnects = 0
         self._conn = conn
-        self._conn_owned = conn is None
+        # owns_conn: a given connection TaskQ made (a factory's), so closed like a DSN-opened one.
+        self._conn_owned = conn is None or owns_conn
         self._publisher: C | None = None
         self._subscriptions: list[_Subscription] = []
         self._listening = False

@@ -115,6 +115,7 @@ class PsycopgLeaderLock(PsycopgSession, AdvisoryLeaderLock["Connection"]):
     it is not in autocommit each lock statement is committed at once);
     without it an autocommit connection is opened lazily from ``dsn`` (the
     direct DSN, never a transaction-mode pooler) and owned.
+    ``owns_conn=True`` makes a given ``conn`` TaskQ's: closed on ``close()``.
     """
 
     def __init__(
@@ -124,8 +125,11 @@ class PsycopgLeaderLock(PsycopgSession, AdvisoryLeaderLock["Connection"]):
         schema: Schema,
         conn: Connection | None = None,
         operation_timeout: float = OPERATION_TIMEOUT,
+        owns_conn: bool = False,
     ) -> None:
-        super().__init__(schema=schema, conn=conn, operation_timeout=operation_timeout)
+        super().__init__(
+            schema=schema, conn=conn, operation_timeout=operation_timeout, owns_conn=owns_conn
+        )
         self._dsn = dsn
         self._queries = psycopg_queries("leader", schema)
 

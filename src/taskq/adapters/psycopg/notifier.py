@@ -47,6 +47,7 @@ class PsycopgNotifier(PsycopgSession, WakeListener["Connection"]):
     closed here; when it is not in autocommit each statement is committed at
     once). Without it an autocommit connection is opened from ``dsn`` (the
     direct DSN: a transaction-mode pooler drops LISTEN).
+    ``owns_conn=True`` makes a given ``conn`` TaskQ's: closed on ``close()``.
     """
 
     def __init__(
@@ -59,6 +60,7 @@ class PsycopgNotifier(PsycopgSession, WakeListener["Connection"]):
         reconnect_backoff_max: float = DEFAULT_MAXIMUM,
         conn: Connection | None = None,
         max_reconnect_attempts: int = DEFAULT_MAX_RECONNECT_ATTEMPTS,
+        owns_conn: bool = False,
     ) -> None:
         super().__init__(
             schema=schema,
@@ -67,6 +69,7 @@ class PsycopgNotifier(PsycopgSession, WakeListener["Connection"]):
             reconnect_backoff_initial=reconnect_backoff_initial,
             reconnect_backoff_max=reconnect_backoff_max,
             max_reconnect_attempts=max_reconnect_attempts,
+            owns_conn=owns_conn,
         )
         self._dsn = dsn
         self._queries = psycopg_queries("notify", schema)

@@ -10,6 +10,7 @@ own connection and transaction.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from taskq.adapters.postgres.schema import Schema
@@ -37,13 +38,14 @@ class PsycopgQueueStore(PooledQueueStore[Pool]):
     statements per connection, and ``pooled=True`` — a transaction-mode
     pooler — prepares none) or an ``AsyncConnectionPool`` (caller-owned; the
     pool options are ignored, and connections that are not in autocommit cost
-    a BEGIN/COMMIT per call). The composition root passes the settings'
+    a BEGIN/COMMIT per call) or a zero-argument async factory of an opened
+    one (called once, lazily; TaskQ-owned). The composition root passes the settings'
     values; adapters never read them.
     """
 
     def __init__(
         self,
-        source: str | Pool,
+        source: str | Pool | Callable[[], Awaitable[Pool]],
         *,
         schema: Schema | None = None,
         budgets: LockBudgets | None = None,

@@ -27,6 +27,7 @@ from taskq.app.worker.shutdown import install_signal_handlers
 from taskq.domain.errors import TaskQError
 
 if TYPE_CHECKING:
+    from taskq.app.connections import WorkerConnections
     from taskq.ports.clock import Clock
     from taskq.ports.leader_lock import LeaderLock
     from taskq.ports.notifier import Notifier
@@ -46,6 +47,7 @@ def worker_main(
     dependencies: DependenciesLike | None = None,
     until_idle: bool = False,
     force_update_actor_config: bool | None = None,
+    connections: WorkerConnections | None = None,
 ) -> int:
     """Run a worker process to the end; returns its exit code.
 
@@ -68,6 +70,7 @@ def worker_main(
                 dependencies=dependencies,
                 until_idle=until_idle,
                 force_update_actor_config=force_update_actor_config,
+                connections=connections,
                 handle_signals=True,
             )
         )
@@ -88,6 +91,7 @@ async def run_worker(
     dependencies: DependenciesLike | None = None,
     until_idle: bool = False,
     force_update_actor_config: bool | None = None,
+    connections: WorkerConnections | None = None,
     handle_signals: bool = True,
 ) -> int:
     """Run a worker on the current event loop until it shuts down; returns the exit code.
@@ -109,6 +113,7 @@ async def run_worker(
         dependencies=dependencies,
         until_idle=until_idle,
         force_update_actor_config=force_update_actor_config,
+        connections=connections,
         handle_signals=handle_signals,
     )
     return code
@@ -126,6 +131,7 @@ async def _run(
     dependencies: DependenciesLike | None,
     until_idle: bool,
     force_update_actor_config: bool | None,
+    connections: WorkerConnections | None,
     handle_signals: bool,
 ) -> tuple[int, str | None]:
     # Imported here: the composition root imports the driver adapters.
@@ -140,6 +146,7 @@ async def _run(
             notifier=notifier,
             rate_limiter=rate_limiter,
             clock=clock,
+            connections=connections,
         )
     except TaskQError as exc:
         events.emit(events.WORKER_CONFIG_ERROR, logging.ERROR, error=str(exc))

@@ -2,9 +2,11 @@
 
 Connection ownership (the connections reference's rule): given a DSN the
 store builds its own pool on first use (or on :meth:`open`) and closes it in
-:meth:`close`; given a pool, the pool is the caller's and is never closed
-here. The asyncpg and psycopg stores supply only the pool factory and the
-driver.
+:meth:`close`; given a zero-argument async pool factory, the store calls it
+once, lazily, and owns (closes) the pool it returns; given a pool, the pool is
+the caller's and is never closed here. Driver pools are not callable, which is
+how a factory is told apart from a pool. The asyncpg and psycopg stores
+supply only the pool builder and the driver.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ class PooledQueueStore(PostgresQueueStore, Generic[PoolT]):
 
     def __init__(
         self,
-        source: str | PoolT,
+        source: str | PoolT | Callable[[], Awaitable[PoolT]],
         *,
         schema: Schema,
         budgets: LockBudgets | None,
@@ -48,11 +50,14 @@ class PooledQueueStore(PostgresQueueStore, Generic[PoolT]):
     ) -> None:
         self._dsn: str | None = None
         self._pool: PoolT | None = None
+        self._factory: Callable[[], Awaitable[PoolT]] | None = None
         if isinstance(source, str):
             self._dsn = source
+        elif callable(source):
+            self._factory = source
         else:
             self._pool = source
-        self._owns_pool = self._dsn is not None
+        self._owns_pool = self._pool is None
         self._create_pool = create_pool
         self._opening = asyncio.Lock()
         super().__init__(
@@ -61,7 +66,7 @@ class PooledQueueStore(PostgresQueueStore, Generic[PoolT]):
 
     @property
     def owns_pool(self) -> bool:
-        """Whether :meth:`close` closes the pool (True only for a pool built from a DSN)."""
+        """Whether :meth:`close` closes the pool (True for a DSN- or factory-built pool)."""
         return self._owns_pool
 
     async def open(self) -> None:
@@ -69,7 +74,7 @@ class PooledQueueStore(PostgresQueueStore, Generic[PoolT]):
         await self._get_pool()
 
     async def pool(self) -> PoolT:
-        """The pool this store runs on (built first when it came from a DSN)."""
+        """The pool this store runs on (built first when it came from a DSN or a factory)."""
         return await self._get_pool()
 
     async def _get_pool(self) -> PoolT:
@@ -79,8 +84,12 @@ class PooledQueueStore(PostgresQueueStore, Generic[PoolT]):
             raise StoreUnavailable("Postgres store is closed")
         async with self._opening:
             if self._pool is None:
-                assert self._dsn is not None
-                self._pool = await self._create_pool(self._dsn)
+                if self._factory is not None:
+                    # Called once: a failed call is retried on next use, a pool is kept.
+                    self._pool = await self._factory()
+                else:
+                    assert self._dsn is not None
+                    self._pool = await self._create_pool(self._dsn)
             return self._pool
 
     async def _close_pool(self) -> None:
