@@ -3,7 +3,9 @@
 Dispatch sequence of one job (the worker guide's, in order):
 
 1. actor lookup: unknown → ``dispatch-actor-not-found``, released back (10 s);
-2. start mark (batched; a lease already lost skips the job);
+2. start mark (batched; a lease already lost skips the job). A consumer
+   takes its next job, and sends that job's start mark, while its previous
+   job's outcome is being written; the job still waits for the mark;
 3. payload validation: failure → ``failed``, never retried, message stored;
 4. DI scope + ``JobContext`` with a fresh ``cancel_event``;
 5. invocation in its own task (so a forced cancel never kills the consumer);
@@ -32,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Final
 
@@ -48,12 +51,12 @@ from taskq.domain.outcomes import (
     Cancel,
     CancelledByRequest,
     Complete,
-    Decision,
     Fail,
     Outcome,
     PayloadInvalid,
     Raised,
     RetriedAfter,
+    Retry,
     RetryAfter,
     Snooze,
     SnoozeUntil,
@@ -89,11 +92,25 @@ class Dispatcher:
 
     async def run_consumer(self) -> None:
         """Dispatch jobs until the shutdown event; returns cleanly then."""
-        while True:
-            job = await self._next_job()
-            if job is None:
-                return
-            await self.dispatch(job)
+        # At most one job taken ahead while the previous one's outcome is written.
+        ahead: list[_Taken] = []
+        try:
+            while True:
+                if ahead:
+                    taken = ahead.pop()
+                    if self.state.shutdown_event.is_set():
+                        # The shutdown is over: left to its lease and the sweep.
+                        self.state.active.leave()
+                        return
+                else:
+                    job = await self._next_job()
+                    if job is None:
+                        return
+                    taken = self._take(job)
+                await self._run(taken, ahead)
+        finally:
+            for _ in ahead:
+                self.state.active.leave()  # taken ahead, never run: the sweep reclaims it
 
     async def _next_job(self) -> ClaimedJob | None:
         state = self.state
@@ -111,21 +128,51 @@ class Dispatcher:
             if not got:
                 return None
             job = getter.result()
-        state.slot_freed.set()
+        self._slot_taken()
         return job
+
+    def _slot_taken(self) -> None:
+        queue = self.state.local_queue
+        if queue.maxsize - queue.qsize() >= self.state.claim_threshold:
+            self.state.slot_freed.set()  # only a wake-up worth a claim
+
+    def _take_ahead(self, ahead: list[_Taken]) -> None:
+        """Take the next queued job and send its start mark now, beside this job's outcome.
+
+        The two writes then share one round trip's wait instead of two in turn.
+        The taken job still runs only once its start mark is confirmed, so a
+        drain that re-pends it first is seen (lease lost) exactly as before.
+        """
+        state = self.state
+        if ahead or state.shutdown_in_progress:
+            return
+        try:
+            job = state.local_queue.get_nowait()
+        except asyncio.QueueEmpty:
+            return
+        self._slot_taken()
+        ahead.append(self._take(job))
 
     # -- one job -------------------------------------------------------------------------
 
     async def dispatch(self, job: ClaimedJob) -> None:
         """Run one claimed job to a written outcome (or a logged reason why not)."""
+        await self._run(self._take(job), None)
+
+    def _take(self, job: ClaimedJob) -> _Taken:
+        """Count the job as held and, for a known actor, submit its start mark."""
+        self.state.active.enter()
+        ref = self.state.registry.get(job.actor)
+        return _Taken(job, ref, None if ref is None else self.starter.submit(job.lease))
+
+    async def _run(self, taken: _Taken, ahead: list[_Taken] | None) -> None:
         state = self.state
-        state.active.enter()
+        job, ref = taken.job, taken.ref
         try:
-            ref = state.registry.get(job.actor)
-            if ref is None:
+            if ref is None or taken.started is None:
                 await self._release_unknown(job)
                 return
-            if not await self._mark_started(job):
+            if not await self._mark_started(job, taken.started):
                 return
             active = ActiveJob(job, ref)
             state.active.add(active)
@@ -137,7 +184,7 @@ class Dispatcher:
             try:
                 ended = await self._execute(active)
                 if ended is not None:
-                    await self._conclude(active, *ended)
+                    await self._conclude(active, *ended, ahead=ahead)
             finally:
                 state.active.remove(job.id)
         finally:
@@ -157,9 +204,9 @@ class Dispatcher:
             job, "release", self.state.store.release(job.lease, delay=UNKNOWN_ACTOR_RELEASE_DELAY)
         )
 
-    async def _mark_started(self, job: ClaimedJob) -> bool:
+    async def _mark_started(self, job: ClaimedJob, started: asyncio.Future[bool]) -> bool:
         try:
-            lost = await asyncio.shield(self.starter.submit(job.lease))
+            lost = await asyncio.shield(started)
         except Exception as exc:
             # Unconfirmed ownership: running it could duplicate work a drain re-pends.
             events.emit(
@@ -224,7 +271,14 @@ class Dispatcher:
         async with self.scopes.actor_scope(ref) as deps:
             return await ref.run(payload, ctx, deps)
 
-    async def _conclude(self, active: ActiveJob, outcome: Outcome, interrupted: bool) -> None:
+    async def _conclude(
+        self,
+        active: ActiveJob,
+        outcome: Outcome,
+        interrupted: bool,
+        *,
+        ahead: list[_Taken] | None = None,
+    ) -> None:
         job, state = active.job, self.state
         decision = decide(
             active.ref.retry,
@@ -241,37 +295,22 @@ class Dispatcher:
         ):
             return  # the abandonment owns the terminal write
         active.finishing = True
-        written = await self._guarded_write(
-            job, type(decision).__name__, self._write(active, decision, interrupted)
-        )
+        if ahead is not None:
+            self._take_ahead(ahead)
+        write: Awaitable[object]
+        if isinstance(decision, Complete | Fail | Cancel):
+            # A future, not a coroutine, is shielded: no task per job.
+            write = _lease_checked(job, self.completer.submit(_finish_of(active, decision)))
+        else:
+            write = self._reschedule(active, decision, interrupted)
+        written = await self._guarded_write(job, type(decision).__name__, write)
         if written and isinstance(decision, Fail):
             state.drain_failures += 1
 
-    async def _write(self, active: ActiveJob, decision: Decision, interrupted: bool) -> None:
-        job, ref = active.job, active.ref
-        if isinstance(decision, Complete | Fail | Cancel):
-            if isinstance(decision, Complete):
-                finish = Finish(
-                    lease=job.lease,
-                    status=JobStatus.SUCCEEDED,
-                    result=decision.result,
-                    result_ttl=ref.result_ttl,
-                )
-            elif isinstance(decision, Fail):
-                finish = Finish(
-                    lease=job.lease,
-                    status=JobStatus.FAILED,
-                    error=decision.error,
-                    error_class=decision.error_class,
-                    result_ttl=ref.result_ttl,
-                )
-            else:
-                finish = Finish(
-                    lease=job.lease, status=JobStatus.CANCELLED, error=_cancel_message(active)
-                )
-            if await self.completer.submit(finish):
-                raise LeaseLost(job.id, job.fencing_token)
-            return
+    async def _reschedule(
+        self, active: ActiveJob, decision: Retry | SnoozeUntil, interrupted: bool
+    ) -> None:
+        job = active.job
         if isinstance(decision, SnoozeUntil):
             request = Reschedule(
                 lease=job.lease, run_at=decision.run_at, refund_attempt=True, snooze=True
@@ -313,6 +352,15 @@ class Dispatcher:
         return True
 
 
+@dataclass(frozen=True, slots=True)
+class _Taken:
+    """A job a consumer took off the local queue, with its start mark (None: unknown actor)."""
+
+    job: ClaimedJob
+    ref: ActorLike | None
+    started: asyncio.Future[bool] | None
+
+
 def _outcome_of(active: ActiveJob, task: asyncio.Task[Any]) -> tuple[Outcome, bool]:
     """How the attempt ended, given why (and whether) it was asked to stop.
 
@@ -343,6 +391,47 @@ def _outcome_of(active: ActiveJob, task: asyncio.Task[Any]) -> tuple[Outcome, bo
         return outcome_from_exception(exc), False
     retryable = not isinstance(exc, PayloadValidationError)
     return Raised.from_exception(exc, retryable=retryable), False
+
+
+def _finish_of(active: ActiveJob, decision: Complete | Fail | Cancel) -> Finish:
+    """The terminal write ``decision`` asks for."""
+    job, ref = active.job, active.ref
+    if isinstance(decision, Complete):
+        return Finish(
+            lease=job.lease,
+            status=JobStatus.SUCCEEDED,
+            result=decision.result,
+            result_ttl=ref.result_ttl,
+        )
+    if isinstance(decision, Fail):
+        return Finish(
+            lease=job.lease,
+            status=JobStatus.FAILED,
+            error=decision.error,
+            error_class=decision.error_class,
+            result_ttl=ref.result_ttl,
+        )
+    return Finish(lease=job.lease, status=JobStatus.CANCELLED, error=_cancel_message(active))
+
+
+def _lease_checked(job: ClaimedJob, lost: asyncio.Future[bool]) -> asyncio.Future[None]:
+    """A future failing with ``LeaseLost`` when the batched write reports the lease lost."""
+    checked: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def relay(done: asyncio.Future[bool]) -> None:
+        if checked.done():
+            return
+        if done.cancelled():
+            checked.cancel()
+        elif (exc := done.exception()) is not None:
+            checked.set_exception(exc)
+        elif done.result():
+            checked.set_exception(LeaseLost(job.id, job.fencing_token))
+        else:
+            checked.set_result(None)
+
+    lost.add_done_callback(relay)
+    return checked
 
 
 def _cancel_message(active: ActiveJob) -> str:

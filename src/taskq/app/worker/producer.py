@@ -3,9 +3,11 @@
 Each round claims at most as many jobs as the local queue has free slots
 (its size is ``max_concurrency``), only on this worker's queues and only for
 actors it has registered. A full batch means more work is probably waiting,
-so it claims again at once; when the queue is full it waits for a consumer
-to free a slot. Otherwise it sleeps until a wake-up (NOTIFY via the
-listener, or the leader's promotion of scheduled jobs) or the poll interval
+so it claims again as soon as ``state.claim_threshold`` slots are free (half
+the queue: the consumers still have work meanwhile, and fewer, larger claims
+cost the database less); until then it waits for consumers to take jobs.
+Otherwise it sleeps until a wake-up (NOTIFY via the listener, or the
+leader's promotion of scheduled jobs) or the poll interval
 (``notify_poll_interval`` with NOTIFY on, else ``poll_interval``).
 
 While claiming it holds ``state.claim_lock``, so the shutdown's drain never
@@ -29,12 +31,13 @@ async def run_producer(state: WorkerState) -> None:
     poll = settings.effective_poll_interval
     actors = sorted(state.registry)
     queue = state.local_queue
+    threshold = state.claim_threshold
     stops = (state.producer_stop, state.shutdown_event)
     while not (state.producer_stop.is_set() or state.shutdown_event.is_set()):
         state.liveness.tick("producer", poll)
         free = queue.maxsize - queue.qsize()
-        if free <= 0:
-            # Nothing is free at this instant, so an earlier slot_freed is stale.
+        if free < threshold:
+            # Too few slots free at this instant, so an earlier slot_freed is stale.
             state.slot_freed.clear()
             full = True
         else:
@@ -46,10 +49,10 @@ async def run_producer(state: WorkerState) -> None:
                 await wait_event(state.clock, poll, *stops)
                 continue
             full = claimed == free
-            if full and queue.qsize() < queue.maxsize:
+            if full and queue.maxsize - queue.qsize() >= threshold:
                 continue  # a full batch, and consumers made room meanwhile: claim again
         if full:
-            # More work is probably waiting: claim as soon as a consumer frees a slot.
+            # More work is probably waiting: claim once consumers free enough slots.
             await wait_event(state.clock, poll, *stops, state.slot_freed)
         else:
             await wait_event(state.clock, poll, *stops, state.wake)

@@ -14,6 +14,7 @@ from taskq.app.settings import WorkerSettings
 from taskq.app.worker.liveness import Liveness
 from taskq.app.worker.ports import WorkerPorts
 from taskq.app.worker.protocols import ActorLike
+from taskq.app.worker.waiting import LatchEvent
 from taskq.domain.cancel import CancelController, GracePeriods
 from taskq.domain.job import ClaimedJob
 from taskq.ports.clock import Clock
@@ -136,12 +137,14 @@ class WorkerState:
     registry: Mapping[str, ActorLike]
     worker_id: str
     rng: random.Random = field(default_factory=random.Random)
-    shutdown_event: asyncio.Event = field(default_factory=asyncio.Event)
-    producer_stop: asyncio.Event = field(default_factory=asyncio.Event)
+    #: A latch, so the per-job races against it need no ``wait()`` task.
+    shutdown_event: LatchEvent = field(default_factory=LatchEvent)
+    producer_stop: LatchEvent = field(default_factory=LatchEvent)
     #: Set by the listener (a wake-up arrived) and by the leader's promotion.
-    wake: asyncio.Event = field(default_factory=asyncio.Event)
-    #: Set by a consumer that took a job off the local queue.
-    slot_freed: asyncio.Event = field(default_factory=asyncio.Event)
+    wake: LatchEvent = field(default_factory=LatchEvent)
+    #: Set by a consumer that took a job off the local queue and left at least
+    #: ``claim_threshold`` slots free.
+    slot_freed: LatchEvent = field(default_factory=LatchEvent)
     #: Held by the producer while it claims, so a drain never races a claim.
     claim_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     #: Set by the shutdown's ReleaseLeader: stop leading and do not run again.
@@ -193,6 +196,15 @@ class WorkerState:
     @property
     def lease(self) -> timedelta:
         return timedelta(seconds=self.settings.lock_lease)
+
+    @property
+    def claim_threshold(self) -> int:
+        """Free local-queue slots worth a claim while the queue is not empty.
+
+        Half the queue: the consumers still have work, and one claim of many
+        rows costs the database far less than many claims of one.
+        """
+        return max(1, self.local_queue.maxsize // 2)
 
     @property
     def shutdown_in_progress(self) -> bool:

@@ -22,6 +22,56 @@ async def _cancel_all(tasks: Sequence[asyncio.Future[Any]]) -> None:
     await asyncio.gather(*tasks, return_exceptions=True)
 
 
+class LatchEvent(asyncio.Event):
+    """An ``asyncio.Event`` that also offers :meth:`future`, done once it is set.
+
+    Racing a future against it then needs no ``event.wait()`` task: a hot
+    path (every job races its task against the shutdown) can wait on two
+    futures with plain done-callbacks.
+    """
+
+    _latch: asyncio.Future[None] | None = None
+
+    def future(self) -> asyncio.Future[None]:
+        """A future done when the event is set (already done if it is set now)."""
+        latch = self._latch
+        if latch is None or (latch.done() and not self.is_set()):
+            latch = asyncio.get_running_loop().create_future()
+            if self.is_set():
+                latch.set_result(None)
+            self._latch = latch
+        return latch
+
+    def set(self) -> None:
+        super().set()
+        latch = self._latch
+        if latch is not None and not latch.done():
+            latch.set_result(None)
+
+
+async def first_done(*futures: asyncio.Future[Any]) -> None:
+    """Wait until any of ``futures`` is done, without tasks and without cancelling any.
+
+    Cheaper than ``asyncio.wait``: one future and a done-callback per input.
+    """
+    for future in futures:
+        if future.done():
+            return
+    waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def wake(_: asyncio.Future[Any]) -> None:
+        if not waiter.done():
+            waiter.set_result(None)
+
+    for future in futures:
+        future.add_done_callback(wake)
+    try:
+        await waiter
+    finally:
+        for future in futures:
+            future.remove_done_callback(wake)
+
+
 async def wait_event(clock: Clock, seconds: float | None, *events: asyncio.Event) -> bool:
     """Wait until any of ``events`` is set or ``seconds`` pass (None: no timeout).
 
@@ -29,13 +79,17 @@ async def wait_event(clock: Clock, seconds: float | None, *events: asyncio.Event
     """
     if any(e.is_set() for e in events):
         return True
-    tasks: list[asyncio.Future[Any]] = [asyncio.create_task(e.wait()) for e in events]
+    # A latch is raced through its future; only plain events need a wait() task.
+    tasks: list[asyncio.Future[Any]] = [
+        asyncio.create_task(e.wait()) for e in events if not isinstance(e, LatchEvent)
+    ]
     if seconds is not None:
         tasks.append(asyncio.create_task(clock.sleep(max(seconds, 0.0))))
-    if not tasks:
+    futures = tasks + [e.future() for e in events if isinstance(e, LatchEvent)]
+    if not futures:
         raise ValueError("wait_event needs an event or a timeout")
     try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        await first_done(*futures)
     finally:
         await _cancel_all(tasks)
     return any(e.is_set() for e in events)
@@ -65,9 +119,16 @@ async def until_done_or(task: asyncio.Future[T], event: asyncio.Event) -> bool:
     """Wait until ``task`` is done or ``event`` is set; True when the task is done.
 
     The task is never cancelled here: the caller decides what to do with it.
+    A :class:`LatchEvent` is raced through its future, with no extra task.
     """
     if task.done():
         return True
+    if isinstance(event, LatchEvent):
+        if event.is_set():
+            await asyncio.sleep(0)  # as the general path: the task gets its turn first
+        else:
+            await first_done(task, event.future())
+        return task.done()
     waiter: asyncio.Future[Any] = asyncio.create_task(event.wait())
     try:
         await asyncio.wait([task, waiter], return_when=asyncio.FIRST_COMPLETED)
