@@ -36,10 +36,33 @@ domain errors::
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any, Self
 
 
 class TaskQError(Exception):
-    """Base of every error TaskQ raises on purpose."""
+    """Base of every error TaskQ raises on purpose.
+
+    Errors cross process and thread boundaries (a sync actor's thread, a
+    result stored for another process), so each one pickles and copies with
+    its own constructor arguments, whatever its ``__init__`` looks like.
+    """
+
+    _ctor: tuple[tuple[object, ...], dict[str, object]]
+
+    def __new__(cls, *args: object, **kwargs: object) -> Self:
+        self = super().__new__(cls, *args)
+        self._ctor = (args, kwargs)
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        args, kwargs = self._ctor
+        return (_rebuild, (type(self), args, kwargs), self.__dict__)
+
+
+def _rebuild(
+    cls: type[TaskQError], args: tuple[object, ...], kwargs: dict[str, object]
+) -> TaskQError:
+    return cls(*args, **kwargs)
 
 
 class ConfigurationError(TaskQError):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 import inspect
+import pickle
 import re
 
 import pytest
@@ -155,3 +157,33 @@ def test_job_failed_names_job_status_and_error() -> None:
 def test_errors_callers_catch_by_family(cls: type[TaskQError], parent: type[TaskQError]) -> None:
     """Configuration errors and enqueue refusals can be caught by their family class."""
     assert issubclass(cls, parent)
+
+
+ROUND_TRIP_SAMPLES = [
+    errors.LeaseLost(7, 3),
+    errors.JobFailed(5, "failed", "boom"),
+    errors.JobNotFound(9),
+    errors.UnknownActorError("mailer"),
+    errors.MaxPendingExceeded("mailer", 10),
+    errors.SettingsInvariantError(["TASKQ_LOCK_LEASE (1.0) is too small"]),
+    errors.ActorConfigDriftError("mailer", "queue", "email", "default"),
+    errors.ActorConfigDriftList([errors.ActorConfigDriftError("mailer", "queue", "a", "b")]),
+    errors.StoreUnavailable("cannot connect to Postgres at 127.0.0.1:5432"),
+]
+
+
+@pytest.mark.parametrize("error", ROUND_TRIP_SAMPLES, ids=lambda e: type(e).__name__)
+def test_errors_survive_pickle_and_copy(error: errors.TaskQError) -> None:
+    """Errors with custom constructors pickle and copy with their message and attributes intact."""
+    for clone in (pickle.loads(pickle.dumps(error)), copy.copy(error), copy.deepcopy(error)):
+        assert type(clone) is type(error)
+        assert str(clone) == str(error)
+        public = {k: v for k, v in vars(error).items() if not k.startswith("_")}
+        assert {
+            k: v for k, v in vars(clone).items() if not k.startswith("_")
+        }.keys() == public.keys()
+        for key, value in public.items():
+            if isinstance(value, tuple) and value and isinstance(value[0], Exception):
+                assert [str(v) for v in getattr(clone, key)] == [str(v) for v in value]
+            else:
+                assert getattr(clone, key) == value
