@@ -256,6 +256,7 @@ async def _stop(proc: asyncio.subprocess.Process) -> None:
 _CLAIM_LITERALS: Final = {
     "now": "NULL",
     "queues": f"ARRAY['{noop_actors.QUEUE}']",
+    "queue": f"'{noop_actors.QUEUE}'",
     "actors": f"ARRAY['{noop_actors.noop.name}']",
     "limit": "16",
     "worker_id": "'plan-check'",
@@ -264,7 +265,9 @@ _CLAIM_LITERALS: Final = {
 
 
 async def plan_check(dsn: str, schema: str, pending: int = 1_000) -> PlanResult:
-    """EXPLAIN the worker's claim (``claim_fifo``) after ANALYZE: custom and generic plan.
+    """EXPLAIN the worker's claim after ANALYZE: custom and generic plan.
+
+    A worker on one queue runs ``claim_fifo_one``, the statement checked here.
 
     The drained table holds many finished rows; ``pending`` more jobs are
     enqueued so the claim has something to find. The statement is prepared
@@ -273,7 +276,7 @@ async def plan_check(dsn: str, schema: str, pending: int = 1_000) -> PlanResult:
     """
     async with JobsClient.connect(dsn, driver="asyncpg", schema=schema) as client:
         await client.enqueue_many(noop_actors.noop, _payloads(0, pending))
-    query = asyncpg_queries("claim", Schema(schema))["claim_fifo"]
+    query = asyncpg_queries("claim", Schema(schema))["claim_fifo_one"]
     execute = "EXECUTE taskq_claim({})".format(
         ", ".join(_CLAIM_LITERALS[name] for name in query.params)
     )

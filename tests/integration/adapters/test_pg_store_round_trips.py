@@ -90,7 +90,50 @@ async def test_claim_and_finish_many_are_one_statement_each(schema: Schema, stor
         [Finish(lease=c.lease, status=JobStatus.SUCCEEDED) for c in claimed]
     )
     assert lost == []
-    assert calls.calls == ["claim_fifo", "finish_jobs"]
+    assert calls.calls == ["claim_fifo_one", "finish_jobs"]
+
+
+async def test_claim_on_two_queues_uses_the_multi_queue_statement(
+    schema: Schema, store: Any
+) -> None:
+    """A strict-FIFO claim over two queues is one claim_fifo round trip taking from both."""
+    await store.enqueue_many([NewJob(actor="a", queue=q) for q in ("default", "other")])
+    counted, calls = counted_store(store, schema)
+    request = ClaimRequest(
+        worker_id="w1", queues=["default", "other"], actors=("a",), limit=5, lease=LEASE
+    )
+    claimed = await counted.claim(request)
+    assert sorted(c.queue for c in claimed) == ["default", "other"]
+    assert calls.calls == ["claim_fifo"]
+
+
+async def test_single_enqueue_is_one_statement_with_one_wake_up(
+    dsn: str, schema: Schema, store: Any
+) -> None:
+    """enqueue of one job without keys runs the one-row insert_job and wakes its queue once."""
+    counted, calls = counted_store(store, schema)
+    listener = await asyncpg.connect(dsn)
+    woken: list[str] = []
+    sentinel = asyncio.Event()
+
+    def heard(*args: Any) -> None:
+        woken.append(args[3])
+        if args[3] == "sentinel":
+            sentinel.set()
+
+    try:
+        await listener.add_listener(schema.wake_channel, heard)
+        result = await counted.enqueue(NewJob(actor="a", queue="q1", tags=("t",)))
+        assert calls.calls == ["insert_job"]
+        assert not result.was_existing
+        job = await store.get(result.job_id)
+        assert job.status == JobStatus.PENDING
+        assert tuple(job.tags) == ("t",)
+        await listener.execute("SELECT pg_notify($1, 'sentinel')", schema.wake_channel)
+        await asyncio.wait_for(sentinel.wait(), 5)
+        assert woken == ["q1", "sentinel"]
+    finally:
+        await listener.close()
 
 
 async def test_concurrent_claims_never_exceed_max_concurrent(
@@ -116,13 +159,17 @@ async def test_concurrent_claims_never_exceed_max_concurrent(
             await other.close()
 
 
+@pytest.mark.parametrize(
+    ("name", "queue_params"),
+    [("claim_fifo", {"queues": ["default"]}), ("claim_fifo_one", {"queue": "default"})],
+)
 async def test_strict_fifo_claim_reads_the_dispatch_index_despite_stale_statistics(
-    dsn: str,
+    dsn: str, name: str, queue_params: dict[str, Any]
 ) -> None:
     """With statistics from other data, the claim is still an ordered scan of jobs_dispatch_idx."""
     async with migrated_schema(dsn=dsn, prefix="taskq_plan") as provisioned:
         schema = Schema(provisioned.schema)
-        query = render_store_queries(schema)["claim_fifo"]
+        query = render_store_queries(schema)[name]
         conn = await asyncpg.connect(dsn)
         try:
             jobs = f"{schema.quoted}.jobs"
@@ -141,7 +188,7 @@ async def test_strict_fifo_claim_reads_the_dispatch_index_despite_stale_statisti
                     FROM generate_series(1, {BULK}) AS g"""
             )
             args = query.args(
-                now=None, queues=["default"], actors=["a"], limit=10, worker_id="w", lease=LEASE
+                now=None, actors=["a"], limit=10, worker_id="w", lease=LEASE, **queue_params
             )
             async with conn.transaction():
                 rows = await conn.fetch("EXPLAIN (COSTS OFF) " + query.sql, *args)

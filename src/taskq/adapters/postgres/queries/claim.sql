@@ -78,6 +78,57 @@ FROM simple s
 LEFT JOIN (claimed cl JOIN picked p ON p.id = cl.id) ON true
 ORDER BY p.ord
 
+-- name: claim_fifo_one
+-- claim_fifo for a worker on exactly one queue (the usual case): with no unnest to misestimate, Postgres can settle on a generic plan instead of planning every claim.
+WITH req AS MATERIALIZED (
+    SELECT coalesce(:now::timestamptz, now()) AS now
+),
+simple AS MATERIALIZED (
+    -- Re-read on every claim: a capped actor or a round_robin queue needs claim_mixed.
+    SELECT NOT EXISTS (
+               SELECT 1 FROM {schema}.actor_config ac
+               WHERE ac.actor = ANY (:actors::text[]) AND ac.max_concurrent IS NOT NULL
+           )
+       AND NOT EXISTS (
+               SELECT 1 FROM {schema}.queues qm
+               WHERE qm.name = :queue::text AND qm.mode = 'round_robin'
+           ) AS yes
+),
+picked AS MATERIALIZED (
+    SELECT c.id, row_number() OVER (ORDER BY c.priority DESC, c.scheduled_at, c.id) AS ord
+    FROM (
+        SELECT j.id, j.priority, j.scheduled_at
+        FROM {schema}.jobs j
+        WHERE j.status = 'pending'
+          AND j.queue = :queue::text
+          AND array_position(:actors::text[], j.actor) IS NOT NULL
+          AND j.scheduled_at <= (SELECT r.now FROM req r)
+        ORDER BY j.priority DESC, j.scheduled_at, j.id
+        LIMIT :limit
+        FOR UPDATE OF j SKIP LOCKED
+    ) AS c
+    WHERE (SELECT s.yes FROM simple s)
+),
+claimed AS (
+    -- = ANY (ARRAY(...)): at most :limit primary-key probes, whatever the estimates say.
+    UPDATE {schema}.jobs j
+    SET status = 'running',
+        locked_by = :worker_id::text,
+        lock_expires_at = (SELECT r.now FROM req r) + :lease::interval,
+        fencing_token = j.fencing_token + 1,
+        attempt = j.attempt + 1,
+        started_at = NULL
+    WHERE j.id = ANY (ARRAY(SELECT p.id FROM picked p))
+    RETURNING j.id, j.queue, j.actor, j.payload::text AS payload, j.priority, j.attempt,
+              j.max_attempts, j.fencing_token, j.scheduled_at, j.lock_expires_at,
+              j.schedule_to_close, j.fairness_key, j.metadata::text AS metadata, j.trace_id,
+              j.span_id
+)
+SELECT s.yes AS simple, cl.*
+FROM simple s
+LEFT JOIN (claimed cl JOIN picked p ON p.id = cl.id) ON true
+ORDER BY p.ord
+
 -- name: claim_mixed
 -- The exact model when a round_robin queue or a capped actor is involved (bounded by :limit or a residual, except the round-robin ranking); the first row says whether claim_fifo would now do.
 WITH req AS MATERIALIZED (

@@ -65,6 +65,35 @@ SELECT (SELECT g.open FROM gate g) AS open,
        ARRAY(SELECT i.id FROM ins i) AS ids,
        (SELECT count(*) FROM woken) AS woken
 
+-- name: insert_job
+-- One job without keys (the common single enqueue): plain typed parameters, no arrays to expand; inserts nothing when a stored max_pending applies (the caller then takes the locked path).
+WITH req AS MATERIALIZED (
+    SELECT coalesce(:now::timestamptz, now()) AS now
+),
+ins AS (
+    INSERT INTO {schema}.jobs (
+        queue, actor, payload, status, priority, max_attempts, created_at, scheduled_at,
+        schedule_to_close, fairness_key, metadata, tags, trace_id, span_id
+    )
+    SELECT :queue::text, :actor::text, :payload::text::jsonb,
+           CASE WHEN :scheduled_at::timestamptz > r.now THEN 'scheduled' ELSE 'pending' END,
+           :priority::integer, :max_attempts::integer, r.now,
+           CASE WHEN :scheduled_at::timestamptz > r.now THEN :scheduled_at::timestamptz
+                ELSE r.now END,
+           :schedule_to_close::timestamptz, :fairness_key::text, :metadata::text::jsonb,
+           :tags::text[], :trace_id::text, :span_id::text
+    FROM req r
+    WHERE NOT EXISTS (
+        SELECT 1 FROM {schema}.actor_config ac
+        WHERE ac.actor = :actor::text AND ac.max_pending IS NOT NULL
+    )
+    RETURNING id
+),
+woken AS MATERIALIZED (
+    SELECT pg_notify(:channel::text, :queue::text) FROM ins
+)
+SELECT (SELECT i.id FROM ins i) AS inserted_id, (SELECT count(*) FROM woken) AS woken
+
 -- name: insert_job_keyed
 -- One job with keys in one statement: a stored match wins; else ON CONFLICT DO NOTHING, which waits (bounded) for a racing insert and never fails.
 WITH req AS MATERIALIZED (

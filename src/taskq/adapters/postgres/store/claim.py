@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Final
 
-from taskq.adapters.postgres.driver import TransientConflict
+from taskq.adapters.postgres.driver import Row, TransientConflict
 from taskq.adapters.postgres.store.base import CONFLICT_RETRIES, StoreCore
 from taskq.adapters.postgres.store.rows import check_lease, claimed_from_row
 from taskq.domain.errors import LeaseLost
@@ -38,7 +38,7 @@ class ClaimOps(StoreCore):
         actors = list(dict.fromkeys(request.actors))
         if not queues or not actors:
             return []
-        params = {
+        params: dict[str, object] = {
             "now": now,
             "queues": queues,
             "actors": actors,
@@ -48,7 +48,7 @@ class ClaimOps(StoreCore):
         }
         shape = (tuple(queues), tuple(actors))
         if shape not in self._mixed_claims:
-            rows = await self._driver.fetch("claim_fifo", **params)
+            rows = await self._fifo(queues, params)
             if rows and rows[0]["simple"]:
                 return [claimed_from_row(row) for row in rows if row["id"] is not None]
         # A round_robin queue or a capped actor is involved (claim_fifo took nothing).
@@ -63,6 +63,13 @@ class ClaimOps(StoreCore):
             self._remember_shape(shape, mixed=not (rows and rows[0]["simple"]))
             return [claimed_from_row(row) for row in rows if row["id"] is not None]
         raise AssertionError("unreachable")
+
+    async def _fifo(self, queues: list[str], params: dict[str, object]) -> Sequence[Row]:
+        """claim_fifo; its single-queue form when there is one queue, so its plan can be cached."""
+        if len(queues) == 1:
+            one = {key: value for key, value in params.items() if key != "queues"}
+            return await self._driver.fetch("claim_fifo_one", queue=queues[0], **one)
+        return await self._driver.fetch("claim_fifo", **params)
 
     def _remember_shape(
         self, shape: tuple[tuple[str, ...], tuple[str, ...]], *, mixed: bool

@@ -2,7 +2,9 @@
 
 - No keys, no max_pending (the bulk case): one ``insert_jobs`` statement for the
   whole batch, which inserts nothing when a stored max_pending turns out to
-  apply (then the locked path runs).
+  apply (then the locked path runs). A batch of exactly one such job runs
+  ``insert_job`` instead: the same rules without the array expansion, which
+  costs the server more than the insert itself.
 - One job with keys: one ``insert_job_keyed`` statement (stored match, else
   insert ``ON CONFLICT DO NOTHING``). Losing a race to a concurrent insert of
   the same key returns neither row; the statement is simply run again and then
@@ -211,7 +213,11 @@ class Enqueuer:
         self, driver: Driver, batch: list[NewJob], documents: _Documents, now: datetime | None
     ) -> list[EnqueueResult] | _Miss:
         if not any(j.max_pending is not None for j in batch):
-            if not any(_is_keyed(j) for j in batch):
+            if len(batch) == 1 and not _is_keyed(batch[0]):
+                one = await self._insert_one(driver, batch[0], now)
+                if isinstance(one, EnqueueResult):
+                    return [one]
+            elif not any(_is_keyed(j) for j in batch):
                 ids = await self._insert(driver, batch, documents, now, check_limits=True)
                 if isinstance(ids, list):
                     return [EnqueueResult(job_id) for job_id in ids]
@@ -275,6 +281,32 @@ class Enqueuer:
         if len(ids) != len(jobs):
             raise AssertionError(f"inserted {len(ids)} of {len(jobs)} jobs")
         return ids
+
+    async def _insert_one(
+        self, driver: Driver, job: NewJob, now: datetime | None
+    ) -> EnqueueResult | _Miss:
+        """One job without keys (the usual single enqueue); its result, or LIMITED."""
+        row = await driver.fetchrow(
+            "insert_job",
+            now=now,
+            queue=job.queue,
+            actor=job.actor,
+            payload=dump_json_object(job.payload),
+            priority=job.priority,
+            max_attempts=job.max_attempts,
+            scheduled_at=job.scheduled_at,
+            schedule_to_close=job.schedule_to_close,
+            fairness_key=job.fairness_key,
+            metadata=dump_json_object(job.metadata),
+            tags=list(job.tags),
+            trace_id=job.trace_id,
+            span_id=job.span_id,
+            channel=self._schema.wake_channel,
+        )
+        assert row is not None
+        if row["inserted_id"] is None:
+            return _LIMITED
+        return EnqueueResult(row["inserted_id"])
 
     async def _insert_keyed(
         self, driver: Driver, job: NewJob, now: datetime | None
