@@ -146,7 +146,14 @@ class ClaimedJob:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AttemptRecord:
-    """One row of a job's attempt history."""
+    """One row of a job's attempt history.
+
+    ``outcome`` says how the attempt ended: the terminal status's value
+    (``succeeded``, ``failed``, ``cancelled``, ``abandoned``, ``crashed``),
+    ``retried`` or ``snoozed`` (a reschedule), ``released`` (given back
+    unrun), ``lease_expired`` (reclaimed by the sweep) or ``heartbeat_lost``
+    (its worker isolated itself). The contract suite pins these names.
+    """
 
     job_id: int
     attempt: int
