@@ -12,7 +12,7 @@ from taskq.app.actors import ActorRef, actor
 from taskq.app.client import JobsClient
 from taskq.app.connections import WorkerConnections
 from taskq.app.context import JobContext
-from taskq.app.di import Scope
+from taskq.app.di import Dependencies, Scope
 from taskq.app.handle import JobHandle
 from taskq.app.settings import WorkerSettings
 from taskq.domain.errors import (
@@ -69,6 +69,7 @@ __all__ = [
     "ActorSignatureError",
     "ConfigurationError",
     "DeadlineExceeded",
+    "Dependencies",
     "EnqueueRefused",
     "IdempotencyKeyLockTimeoutError",
     "JobContext",

@@ -19,6 +19,7 @@ PUBLIC_API = [
     "ActorSignatureError",
     "ConfigurationError",
     "DeadlineExceeded",
+    "Dependencies",
     "EnqueueRefused",
     "IdempotencyKeyLockTimeoutError",
     "JobContext",
