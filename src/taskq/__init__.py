@@ -36,6 +36,7 @@ from taskq.domain.errors import (
     UniqueForLockTimeoutError,
     UnknownActorError,
 )
+from taskq.domain.limits import ConcurrencyLimit, RateLimit
 from taskq.domain.outcomes import RetryAfter, Snooze
 from taskq.domain.retry import RetryPolicy
 from taskq.domain.status import JobStatus
@@ -67,6 +68,7 @@ __all__ = [
     "ActorConfigDriftList",
     "ActorRef",
     "ActorSignatureError",
+    "ConcurrencyLimit",
     "ConfigurationError",
     "DeadlineExceeded",
     "Dependencies",
@@ -82,6 +84,7 @@ __all__ = [
     "MaxPendingExceeded",
     "MaxPendingLockTimeoutError",
     "PayloadValidationError",
+    "RateLimit",
     "RegistryError",
     "RetryAfter",
     "RetryPolicy",

@@ -74,7 +74,9 @@ class JobClaimer(Protocol):
       ``now + lease``, with a fresh fencing token and ``attempt + 1``.
       Concurrent claimers never receive the same job.
     - ``mark_started`` records that the consumer began executing these jobs
-      (``started_at``); it returns the leases that are no longer held.
+      (``started_at`` = ``now``, or ``now - started_ago[i]`` when given: one
+      non-negative delta per lease, else ``ValueError``); a mark already
+      written is kept. It returns the leases that are no longer held.
     - ``release`` gives an owned job back (unknown actor): scheduled after
       ``delay``, attempt refunded. Raises ``LeaseLost`` when not owned.
     - ``drain_unstarted`` re-pends this worker's running jobs that never
@@ -84,7 +86,11 @@ class JobClaimer(Protocol):
     async def claim(self, request: ClaimRequest) -> list[ClaimedJob]: ...
 
     async def mark_started(
-        self, leases: Sequence[Lease], *, now: datetime | None = None
+        self,
+        leases: Sequence[Lease],
+        *,
+        now: datetime | None = None,
+        started_ago: Sequence[timedelta] | None = None,
     ) -> list[Lease]: ...
 
     async def release(

@@ -46,7 +46,9 @@ class Finish:
     ``status`` is one of succeeded, failed, cancelled, abandoned, crashed.
     ``result_ttl`` is the actor literal; a stored ``actor_config.result_ttl``
     wins over it. The result expires ``result_ttl`` after ``now``; no TTL
-    keeps it until the job is pruned.
+    keeps it until the job is pruned. ``started_ago`` (how long before
+    ``now`` the attempt began) fills ``started_at`` when no start mark
+    landed; a landed mark is kept.
     """
 
     lease: Lease
@@ -55,7 +57,11 @@ class Finish:
     error: str | None = None
     error_class: str | None = None
     result_ttl: timedelta | None = None
+    started_ago: timedelta | None = None
     now: datetime | None = None
+
+    def __post_init__(self) -> None:
+        _check_started_ago(self.started_ago)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -74,7 +80,12 @@ class Reschedule:
     snooze: bool = False
     error: str | None = None
     error_class: str | None = None
+    #: As on :class:`Finish`: fills an unmarked ``started_at``.
+    started_ago: timedelta | None = None
     now: datetime | None = None
+
+    def __post_init__(self) -> None:
+        _check_started_ago(self.started_ago)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -175,3 +186,24 @@ class QueueDepth:
     queue: str
     status: JobStatus
     count: int
+
+
+def _check_started_ago(value: timedelta | None) -> None:
+    if value is not None and value < timedelta(0):
+        raise ValueError(f"started_ago must be >= 0 (a start before the write), got {value}")
+
+
+def aligned_started_ago(
+    leases: Sequence[Lease], started_ago: Sequence[timedelta] | None
+) -> list[timedelta] | None:
+    """``mark_started``'s ``started_ago``, checked: one non-negative delta per lease."""
+    if started_ago is None:
+        return None
+    offsets = list(started_ago)
+    if len(offsets) != len(leases):
+        raise ValueError(
+            f"started_ago needs one delta per lease: {len(offsets)} for {len(leases)} leases"
+        )
+    for offset in offsets:
+        _check_started_ago(offset)
+    return offsets

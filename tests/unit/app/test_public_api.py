@@ -17,6 +17,7 @@ PUBLIC_API = [
     "ActorConfigDriftList",
     "ActorRef",
     "ActorSignatureError",
+    "ConcurrencyLimit",
     "ConfigurationError",
     "DeadlineExceeded",
     "Dependencies",
@@ -32,6 +33,7 @@ PUBLIC_API = [
     "MaxPendingExceeded",
     "MaxPendingLockTimeoutError",
     "PayloadValidationError",
+    "RateLimit",
     "RegistryError",
     "RetryAfter",
     "RetryPolicy",
@@ -92,6 +94,7 @@ def test_names_are_the_implementing_objects() -> None:
     from taskq.app.di import Scope
     from taskq.app.handle import JobHandle
     from taskq.app.settings import WorkerSettings
+    from taskq.domain.limits import ConcurrencyLimit, RateLimit
     from taskq.domain.outcomes import RetryAfter, Snooze
     from taskq.domain.retry import RetryPolicy
     from taskq.domain.status import JobStatus
@@ -108,6 +111,8 @@ def test_names_are_the_implementing_objects() -> None:
     assert taskq.Snooze is Snooze
     assert taskq.RetryAfter is RetryAfter
     assert taskq.JobStatus is JobStatus
+    assert taskq.RateLimit is RateLimit
+    assert taskq.ConcurrencyLimit is ConcurrencyLimit
 
 
 @pytest.mark.parametrize("name", PUBLIC_ERRORS)

@@ -9,7 +9,7 @@ from taskq.adapters.memory.store_base import OUTCOME_RELEASED, StoreCore, lease_
 from taskq.domain.dispatch import DispatchCandidate, residual_capacity, select_for_dispatch
 from taskq.domain.job import ClaimedJob, Lease
 from taskq.domain.status import JobStatus
-from taskq.ports.store_params import ClaimRequest
+from taskq.ports.store_params import ClaimRequest, aligned_started_ago
 
 
 class ClaimOps(StoreCore):
@@ -58,16 +58,21 @@ class ClaimOps(StoreCore):
         return claimed
 
     async def mark_started(
-        self, leases: Sequence[Lease], *, now: datetime | None = None
+        self,
+        leases: Sequence[Lease],
+        *,
+        now: datetime | None = None,
+        started_ago: Sequence[timedelta] | None = None,
     ) -> list[Lease]:
         at = await self._begin(now)
+        offsets = aligned_started_ago(leases, started_ago)
         lost: list[Lease] = []
-        for lease in leases:
+        for index, lease in enumerate(leases):
             row = self._owned(lease)
             if row is None:
                 lost.append(lease)
             elif row.started_at is None:
-                row.started_at = at
+                row.started_at = at if offsets is None else at - offsets[index]
         return lost
 
     async def release(self, lease: Lease, *, delay: timedelta, now: datetime | None = None) -> None:

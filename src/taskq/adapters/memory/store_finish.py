@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from taskq.adapters.memory.rows import JobRow, to_json
 from taskq.adapters.memory.store_base import OUTCOME_RETRIED, OUTCOME_SNOOZED, StoreCore
@@ -47,6 +47,7 @@ class FinishOps(StoreCore):
     async def reschedule(self, request: Reschedule) -> None:
         now = await self._begin(request.now)
         row = self._require_owned(request.lease)
+        _fill_start(row, request.started_ago, now)
         self._record_attempt(
             row,
             outcome=OUTCOME_SNOOZED if request.snooze else OUTCOME_RETRIED,
@@ -74,6 +75,7 @@ class FinishOps(StoreCore):
         ttl = outcome.result_ttl
         if config is not None and config.result_ttl is not None:
             ttl = config.result_ttl
+        _fill_start(row, outcome.started_ago, now)
         self._record_attempt(
             row,
             outcome=outcome.status.value,
@@ -86,6 +88,12 @@ class FinishOps(StoreCore):
         row.result_expires_at = None if ttl is None else now + ttl
         if outcome.error is not None or outcome.error_class is not None:
             row.last_error = outcome.error if outcome.error is not None else outcome.error_class
+
+
+def _fill_start(row: JobRow, started_ago: timedelta | None, now: datetime) -> None:
+    """An attempt whose start mark never landed began ``started_ago`` before this write."""
+    if row.started_at is None and started_ago is not None:
+        row.started_at = now - started_ago
 
 
 def _snooze_count(row: JobRow) -> int:

@@ -3,14 +3,18 @@
 Dispatch sequence of one job (the worker guide's, in order):
 
 1. actor lookup: unknown → ``dispatch-actor-not-found``, released back (10 s);
-2. start mark (batched; a lease already lost skips the job). A consumer
-   takes its next job, and sends that job's start mark, while its previous
-   job's outcome is being written; the job still waits for the mark;
+2. registered as active; its start mark is written only if it is still
+   running a moment later (``start_marks``), the terminal write otherwise
+   records when it began;
 3. payload validation: failure → ``failed``, never retried, message stored;
 4. DI scope + ``JobContext`` with a fresh ``cancel_event``;
 5. invocation in its own task (so a forced cancel never kills the consumer);
 6. outcome → :func:`taskq.domain.retry.decide` → finish or reschedule,
-   shielded from cancellation; ``LeaseLost`` is logged, never retried;
+   shielded from cancellation; ``LeaseLost`` is logged, never retried.
+   Terminal writes are batched across consumers (group commit) and the
+   consumer takes its next job without waiting for its write to land
+   (unless too many writes are outstanding): the write then holds the
+   lease, the slot is free for the next job;
 7. TRANSIENT scope teardown (the scope's ``async with`` around the invocation).
 
 How an attempt that was asked to stop ends (``ctx.cancel_event`` records
@@ -32,21 +36,23 @@ whether the actor saw the request: read ``ctx.cancelled`` or awaited it):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable
-from dataclasses import dataclass
 from datetime import timedelta
+from functools import partial
 from typing import Any, Final
 
 from taskq.app.context import JobContext
 from taskq.app.worker import events
 from taskq.app.worker.batching import GroupCommit
+from taskq.app.worker.limits import NO_LIMITS, ActorLimits, Denied, declares_limits
 from taskq.app.worker.protocols import ActorLike, ActorScopes
+from taskq.app.worker.start_marks import StartMarks
 from taskq.app.worker.state import ActiveJob, WorkerState
-from taskq.app.worker.waiting import until_done_or
 from taskq.domain.cancel import consumer_skips_mark_cancelled
 from taskq.domain.errors import LeaseLost, PayloadValidationError, TaskQError
-from taskq.domain.job import ClaimedJob, Lease
+from taskq.domain.job import ClaimedJob
 from taskq.domain.outcomes import (
     Cancel,
     CancelledByRequest,
@@ -59,6 +65,7 @@ from taskq.domain.outcomes import (
     Retry,
     RetryAfter,
     Snooze,
+    Snoozed,
     SnoozeUntil,
     Succeeded,
     outcome_from_exception,
@@ -73,7 +80,9 @@ UNKNOWN_ACTOR_RELEASE_DELAY: Final = timedelta(seconds=10)
 WORKER_SHUTDOWN: Final = "WorkerShutdown"
 _SHUTDOWN_MESSAGE: Final = "interrupted by worker shutdown; rescheduled without using an attempt"
 
-Starter = GroupCommit[Lease, bool]
+#: Outstanding terminal writes per consumer slot before a consumer waits for its own.
+WRITE_BACKLOG_PER_SLOT: Final = 4
+
 Completer = GroupCommit[Finish, bool]
 
 
@@ -81,114 +90,107 @@ class Dispatcher:
     """Runs jobs for the consumer loops of one worker."""
 
     def __init__(
-        self, state: WorkerState, scopes: ActorScopes, *, starter: Starter, completer: Completer
+        self,
+        state: WorkerState,
+        scopes: ActorScopes,
+        *,
+        completer: Completer,
+        marks: StartMarks,
     ) -> None:
         self.state = state
         self.scopes = scopes
-        self.starter = starter
         self.completer = completer
+        self.marks = marks
+        self._backlog_limit = WRITE_BACKLOG_PER_SLOT * state.settings.max_concurrency
+        limiter = state.ports.rate_limiter
+        # Startup refuses actors with limits when there is no limiter (require_rate_limiter).
+        self.limits = (
+            None
+            if limiter is None
+            else ActorLimits(
+                limiter, holder=state.worker_id, lease=state.lease, rng=state.rng.uniform
+            )
+        )
+        state.shutdown_event.on_set(self._stop_waiting)
 
     # -- the loop ------------------------------------------------------------------------
 
     async def run_consumer(self) -> None:
         """Dispatch jobs until the shutdown event; returns cleanly then."""
-        # At most one job taken ahead while the previous one's outcome is written.
-        ahead: list[_Taken] = []
-        try:
-            while True:
-                if ahead:
-                    taken = ahead.pop()
-                    if self.state.shutdown_event.is_set():
-                        # The shutdown is over: left to its lease and the sweep.
-                        self.state.active.leave()
-                        return
-                else:
-                    job = await self._next_job()
-                    if job is None:
-                        return
-                    taken = self._take(job)
-                await self._run(taken, ahead)
-        finally:
-            for _ in ahead:
-                self.state.active.leave()  # taken ahead, never run: the sweep reclaims it
-
-    async def _next_job(self) -> ClaimedJob | None:
         state = self.state
-        if state.shutdown_event.is_set():
-            return None
-        try:
-            job = state.local_queue.get_nowait()
-        except asyncio.QueueEmpty:
-            getter = asyncio.create_task(state.local_queue.get())
+        queue = state.local_queue
+        while not state.shutdown_event.is_set():
+            job = queue.get_nowait()
+            if job is None:
+                job = await queue.get()
+                if job is None:
+                    return  # closed: the shutdown is complete
+            self._slot_taken()
+            state.active.enter()
             try:
-                got = await until_done_or(getter, state.shutdown_event)
+                write = await self._run(job)
             finally:
-                if not getter.done():
-                    getter.cancel()  # Queue.get leaves the item queued when cancelled
-            if not got:
-                return None
-            job = getter.result()
-        self._slot_taken()
-        return job
+                state.active.leave()
+            if write is not None and state.writes_in_flight > self._backlog_limit:
+                await self._settle(write)  # the database is behind: wait for this one
 
     def _slot_taken(self) -> None:
         queue = self.state.local_queue
-        if queue.maxsize - queue.qsize() >= self.state.claim_threshold:
+        if queue.free() >= self.state.claim_threshold:
             self.state.slot_freed.set()  # only a wake-up worth a claim
 
-    def _take_ahead(self, ahead: list[_Taken]) -> None:
-        """Take the next queued job and send its start mark now, beside this job's outcome.
+    def _stop_waiting(self) -> None:
+        """The shutdown is complete (or the worker isolated): stop waiting for running jobs.
 
-        The two writes then share one round trip's wait instead of two in turn.
-        The taken job still runs only once its start mark is confirmed, so a
-        drain that re-pends it first is seen (lease lost) exactly as before.
+        Their outcome is the shutdown's or the sweep's now; their tasks are
+        cancelled, and their consumers return even if a task ignores that.
         """
-        state = self.state
-        if ahead or state.shutdown_in_progress:
-            return
-        try:
-            job = state.local_queue.get_nowait()
-        except asyncio.QueueEmpty:
-            return
-        self._slot_taken()
-        ahead.append(self._take(job))
+        for active in self.state.active:
+            task = active.task
+            if task is not None and not task.done():
+                active.stop_waiting = True
+                task.cancel()
+                if active.settled is not None and not active.settled.done():
+                    active.settled.set_result(None)
 
     # -- one job -------------------------------------------------------------------------
 
     async def dispatch(self, job: ClaimedJob) -> None:
         """Run one claimed job to a written outcome (or a logged reason why not)."""
-        await self._run(self._take(job), None)
-
-    def _take(self, job: ClaimedJob) -> _Taken:
-        """Count the job as held and, for a known actor, submit its start mark."""
         self.state.active.enter()
-        ref = self.state.registry.get(job.actor)
-        return _Taken(job, ref, None if ref is None else self.starter.submit(job.lease))
-
-    async def _run(self, taken: _Taken, ahead: list[_Taken] | None) -> None:
-        state = self.state
-        job, ref = taken.job, taken.ref
         try:
-            if ref is None or taken.started is None:
-                await self._release_unknown(job)
-                return
-            if not await self._mark_started(job, taken.started):
-                return
-            active = ActiveJob(job, ref)
-            state.active.add(active)
-            # A shutdown already cancelling covers jobs that start after it began.
-            if state.shutdown_cancel == "cooperative":
-                active.request_cancel("shutdown")
-            elif state.shutdown_cancel == "forced":
-                active.force_cancel("shutdown")
-            try:
-                ended = await self._execute(active)
-                if ended is not None:
-                    await self._conclude(active, *ended, ahead=ahead)
-            finally:
-                state.active.remove(job.id)
+            write = await self._run(job)
         finally:
-            state.active.leave()
+            self.state.active.leave()
+        if write is not None:
+            await self._settle(write)
+
+    async def _run(self, job: ClaimedJob) -> asyncio.Future[bool] | None:
+        """Run ``job``; the future of its batched terminal write, if one was submitted."""
+        state = self.state
+        ref = state.registry.get(job.actor)
+        if ref is None:
+            await self._release_unknown(job)
+            return None
+        active = ActiveJob(job, ref)
+        state.active.add(active)
+        self.marks.started(active)
+        # A shutdown already cancelling covers jobs that start after it began.
+        if state.shutdown_cancel == "cooperative":
+            active.request_cancel("shutdown")
+        elif state.shutdown_cancel == "forced":
+            active.force_cancel("shutdown")
+        try:
+            ended = await self._execute(active)
+        except BaseException:
+            state.active.remove(job.id)
+            self.marks.ended(active)
+            raise
+        if ended is None:
+            state.active.remove(job.id)
+            self.marks.ended(active)
+            return None
+        return await self._conclude(active, *ended)
 
     async def _release_unknown(self, job: ClaimedJob) -> None:
         events.emit(
@@ -204,36 +206,6 @@ class Dispatcher:
             job, "release", self.state.store.release(job.lease, delay=UNKNOWN_ACTOR_RELEASE_DELAY)
         )
 
-    async def _mark_started(self, job: ClaimedJob, started: asyncio.Future[bool]) -> bool:
-        try:
-            lost = await asyncio.shield(started)
-        except Exception as exc:
-            # Unconfirmed ownership: running it could duplicate work a drain re-pends.
-            events.emit(
-                events.JOB_WRITE_FAILED,
-                logging.ERROR,
-                exc_info=not isinstance(exc, TaskQError),
-                job_id=job.id,
-                write="start",
-                error=str(exc),
-            )
-            await self._guarded_write(
-                job, "release", self.state.store.release(job.lease, delay=timedelta(0))
-            )
-            return False
-        if lost:
-            # During a shutdown the drain re-pended it: expected, not a warning.
-            level = logging.INFO if self.state.shutdown_in_progress else logging.WARNING
-            events.emit(
-                events.JOB_LEASE_LOST,
-                level,
-                job_id=job.id,
-                fencing_token=job.fencing_token,
-                write="start",
-            )
-            return False
-        return True
-
     async def _execute(self, active: ActiveJob) -> tuple[Outcome, bool] | None:
         """Run the actor: (outcome, interrupted by shutdown), or None when the
         worker stopped waiting for it (the shutdown completed without it)."""
@@ -246,19 +218,45 @@ class Dispatcher:
         except Exception as exc:
             # A model validator that raised something else: the same payload will again.
             return Raised.from_exception(exc, retryable=False), False
+        admitted = NO_LIMITS
+        if self.limits is not None and declares_limits(ref):  # no await for other actors
+            try:
+                granted = await self.limits.acquire(ref, payload, job_id=job.id)
+            except PayloadValidationError as exc:  # a key the payload cannot fill
+                return PayloadInvalid(str(exc)), False
+            if isinstance(granted, Denied):
+                return Snoozed(granted.retry_after), False  # not invoked, no attempt used
+            admitted = granted
+        try:
+            return await self._invoke_in_task(active, payload, ctx)
+        finally:
+            if admitted.reservations and self.limits is not None:
+                # Here, not in the task: a task cancelled before its first step never
+                # runs its finally. Best-effort; the lease expiry frees what slips.
+                await self.limits.release(admitted, job_id=job.id)
+
+    async def _invoke_in_task(
+        self, active: ActiveJob, payload: Any, ctx: JobContext[Any]
+    ) -> tuple[Outcome, bool] | None:
+        job, ref = active.job, active.ref
         task = asyncio.create_task(self._invoke(ref, payload, ctx), name=f"taskq-job-{job.id}")
         active.task = task
         if active.forced:  # forced before the task existed
             task.cancel()
+        if self.state.shutdown_event.is_set():
+            active.stop_waiting = True
+            task.cancel()
+            return None
+        # Done when the task is, or when the worker stops waiting (see _stop_waiting):
+        # one future, not a race of waiters per job.
+        settled = active.settled = task.get_loop().create_future()
+        task.add_done_callback(partial(_settle_once, settled))
         try:
-            finished = await until_done_or(task, self.state.shutdown_event)
+            await settled
         except BaseException:
-            task.cancel()
+            task.cancel()  # this consumer itself is being cancelled
             raise
-        if not finished:
-            # Shutdown is complete (or the worker is isolating): this job was
-            # abandoned or lost; stop waiting for it.
-            task.cancel()
+        if active.stop_waiting:
             return None
         return _outcome_of(active, task)
 
@@ -268,17 +266,15 @@ class Dispatcher:
         )
 
     async def _invoke(self, ref: ActorLike, payload: Any, ctx: JobContext[Any]) -> Any:
+        if not getattr(ref, "dependencies", True):
+            return await ref.run(payload, ctx, {})  # nothing to resolve or tear down
         async with self.scopes.actor_scope(ref) as deps:
             return await ref.run(payload, ctx, deps)
 
     async def _conclude(
-        self,
-        active: ActiveJob,
-        outcome: Outcome,
-        interrupted: bool,
-        *,
-        ahead: list[_Taken] | None = None,
-    ) -> None:
+        self, active: ActiveJob, outcome: Outcome, interrupted: bool
+    ) -> asyncio.Future[bool] | None:
+        """Write how the attempt ended; a terminal write is returned unawaited."""
         job, state = active.job, self.state
         decision = decide(
             active.ref.retry,
@@ -289,31 +285,80 @@ class Dispatcher:
             max_retry_backoff=state.settings.max_retry_backoff,
             rng=state.rng.uniform,
         )
+        started_ago = self.marks.started_ago(active)
+        state.active.remove(job.id)
+        self.marks.ended(active)
         if active.abandon_queued or (
             isinstance(decision, Cancel)
             and consumer_skips_mark_cancelled(state.cancel_controller.phase_of(job.id))
         ):
-            return  # the abandonment owns the terminal write
+            return None  # the abandonment owns the terminal write
         active.finishing = True
-        if ahead is not None:
-            self._take_ahead(ahead)
-        write: Awaitable[object]
         if isinstance(decision, Complete | Fail | Cancel):
-            # A future, not a coroutine, is shielded: no task per job.
-            write = _lease_checked(job, self.completer.submit(_finish_of(active, decision)))
-        else:
-            write = self._reschedule(active, decision, interrupted)
-        written = await self._guarded_write(job, type(decision).__name__, write)
-        if written and isinstance(decision, Fail):
+            write = self.completer.submit(_finish_of(active, decision, started_ago))
+            state.writes_in_flight += 1
+            what = type(decision).__name__
+            write.add_done_callback(lambda done: self._written(job, what, done))
+            return write
+        reschedule = self._reschedule(active, decision, interrupted, started_ago)
+        await self._guarded_write(job, type(decision).__name__, reschedule)
+        return None
+
+    def _written(self, job: ClaimedJob, what: str, done: asyncio.Future[bool]) -> None:
+        """A batched terminal write was answered: count it, or say why it did not land."""
+        state = self.state
+        state.writes_in_flight -= 1
+        if done.cancelled():
+            events.emit(
+                events.JOB_WRITE_FAILED,
+                logging.ERROR,
+                job_id=job.id,
+                write=what,
+                error="the write was cancelled",
+            )
+            return
+        exc = done.exception()
+        if exc is not None:
+            # Not retried: the lease expires and the leader's sweep reclaims the job.
+            events.emit(
+                events.JOB_WRITE_FAILED,
+                logging.ERROR,
+                job_id=job.id,
+                write=what,
+                error=str(exc) if isinstance(exc, TaskQError) else f"{type(exc).__name__}: {exc}",
+            )
+        elif done.result():
+            events.emit(
+                events.JOB_LEASE_LOST,
+                logging.WARNING,
+                job_id=job.id,
+                fencing_token=job.fencing_token,
+                write=what,
+            )
+        elif what == "Fail":
             state.drain_failures += 1
 
+    @staticmethod
+    async def _settle(write: asyncio.Future[bool]) -> None:
+        """Wait for a batched write to be answered (its outcome is logged by ``_written``)."""
+        with contextlib.suppress(Exception):
+            await asyncio.shield(write)
+
     async def _reschedule(
-        self, active: ActiveJob, decision: Retry | SnoozeUntil, interrupted: bool
+        self,
+        active: ActiveJob,
+        decision: Retry | SnoozeUntil,
+        interrupted: bool,
+        started_ago: timedelta,
     ) -> None:
         job = active.job
         if isinstance(decision, SnoozeUntil):
             request = Reschedule(
-                lease=job.lease, run_at=decision.run_at, refund_attempt=True, snooze=True
+                lease=job.lease,
+                run_at=decision.run_at,
+                refund_attempt=True,
+                snooze=True,
+                started_ago=started_ago,
             )
         else:
             request = Reschedule(
@@ -322,6 +367,7 @@ class Dispatcher:
                 refund_attempt=decision.refund_attempt,
                 error=_SHUTDOWN_MESSAGE if interrupted else decision.error,
                 error_class=WORKER_SHUTDOWN if interrupted else decision.error_class,
+                started_ago=started_ago,
             )
         await self.state.store.reschedule(request)
 
@@ -350,15 +396,6 @@ class Dispatcher:
             )
             return False
         return True
-
-
-@dataclass(frozen=True, slots=True)
-class _Taken:
-    """A job a consumer took off the local queue, with its start mark (None: unknown actor)."""
-
-    job: ClaimedJob
-    ref: ActorLike | None
-    started: asyncio.Future[bool] | None
 
 
 def _outcome_of(active: ActiveJob, task: asyncio.Task[Any]) -> tuple[Outcome, bool]:
@@ -393,7 +430,14 @@ def _outcome_of(active: ActiveJob, task: asyncio.Task[Any]) -> tuple[Outcome, bo
     return Raised.from_exception(exc, retryable=retryable), False
 
 
-def _finish_of(active: ActiveJob, decision: Complete | Fail | Cancel) -> Finish:
+def _settle_once(settled: asyncio.Future[None], _: object) -> None:
+    if not settled.done():
+        settled.set_result(None)
+
+
+def _finish_of(
+    active: ActiveJob, decision: Complete | Fail | Cancel, started_ago: timedelta
+) -> Finish:
     """The terminal write ``decision`` asks for."""
     job, ref = active.job, active.ref
     if isinstance(decision, Complete):
@@ -402,6 +446,7 @@ def _finish_of(active: ActiveJob, decision: Complete | Fail | Cancel) -> Finish:
             status=JobStatus.SUCCEEDED,
             result=decision.result,
             result_ttl=ref.result_ttl,
+            started_ago=started_ago,
         )
     if isinstance(decision, Fail):
         return Finish(
@@ -410,28 +455,14 @@ def _finish_of(active: ActiveJob, decision: Complete | Fail | Cancel) -> Finish:
             error=decision.error,
             error_class=decision.error_class,
             result_ttl=ref.result_ttl,
+            started_ago=started_ago,
         )
-    return Finish(lease=job.lease, status=JobStatus.CANCELLED, error=_cancel_message(active))
-
-
-def _lease_checked(job: ClaimedJob, lost: asyncio.Future[bool]) -> asyncio.Future[None]:
-    """A future failing with ``LeaseLost`` when the batched write reports the lease lost."""
-    checked: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-
-    def relay(done: asyncio.Future[bool]) -> None:
-        if checked.done():
-            return
-        if done.cancelled():
-            checked.cancel()
-        elif (exc := done.exception()) is not None:
-            checked.set_exception(exc)
-        elif done.result():
-            checked.set_exception(LeaseLost(job.id, job.fencing_token))
-        else:
-            checked.set_result(None)
-
-    lost.add_done_callback(relay)
-    return checked
+    return Finish(
+        lease=job.lease,
+        status=JobStatus.CANCELLED,
+        error=_cancel_message(active),
+        started_ago=started_ago,
+    )
 
 
 def _cancel_message(active: ActiveJob) -> str:
@@ -447,5 +478,4 @@ __all__ = [
     "WORKER_SHUTDOWN",
     "Completer",
     "Dispatcher",
-    "Starter",
 ]

@@ -50,6 +50,11 @@ JOB_CANCEL_FORCED: Final = "job-cancel-forced"
 JOB_ABANDONED: Final = "job-abandoned"
 PRODUCER_CLAIM_FAILED: Final = "producer-claim-failed"
 
+DISPATCH_RATE_LIMITED: Final = "dispatch-rate-limited"
+DISPATCH_RESERVATION_UNAVAILABLE: Final = "dispatch-reservation-unavailable"
+DISPATCH_RATE_LIMITER_UNAVAILABLE: Final = "dispatch-rate-limiter-unavailable"
+RATE_LIMIT_RELEASE_FAILED: Final = "rate-limit-release-failed"
+
 HEARTBEAT_FAILED: Final = "heartbeat-failed"
 NOTIFY_UNHEALTHY: Final = "notify-unhealthy"
 NOTIFY_START_FAILED: Final = "notify-start-failed"

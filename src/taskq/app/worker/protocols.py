@@ -7,13 +7,14 @@ really uses (and lets tests hand it simple stand-ins).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import timedelta
 from typing import Any, Protocol
 
 from taskq.domain.actor_config import ActorConfig
 from taskq.domain.job import JSON
+from taskq.domain.limits import ConcurrencyLimit, RateLimit
 from taskq.domain.retry import RetryPolicy
 
 
@@ -31,6 +32,12 @@ class ActorLike(Protocol):
 
     @property
     def result_ttl(self) -> timedelta | None: ...
+
+    @property
+    def rate_limits(self) -> Sequence[RateLimit]: ...
+
+    @property
+    def reservations(self) -> Sequence[ConcurrencyLimit]: ...
 
     def validate_payload(self, raw: Mapping[str, Any], /) -> Any: ...
 

@@ -34,7 +34,7 @@ from taskq.app.di import Dependencies
 from taskq.app.settings import WorkerSettings
 from taskq.app.worker import events, startup
 from taskq.app.worker.batching import GroupCommit
-from taskq.app.worker.consumer import Completer, Dispatcher, Starter
+from taskq.app.worker.consumer import Completer, Dispatcher
 from taskq.app.worker.exit_codes import ExitCode
 from taskq.app.worker.heartbeat import run_heartbeat
 from taskq.app.worker.leader import run_leader
@@ -43,6 +43,7 @@ from taskq.app.worker.ports import WorkerPorts
 from taskq.app.worker.producer import run_producer
 from taskq.app.worker.protocols import ActorLike, ActorScopes, DependenciesLike
 from taskq.app.worker.shutdown import HardExitHook, ShutdownOrchestrator
+from taskq.app.worker.start_marks import StartMarks
 from taskq.app.worker.state import WorkerState
 from taskq.app.worker.until_idle import run_until_idle
 from taskq.app.worker.watchdog import (
@@ -52,10 +53,9 @@ from taskq.app.worker.watchdog import (
     report_trip,
 )
 from taskq.domain.errors import TaskQError
-from taskq.domain.job import Lease
 from taskq.domain.shutdown import SetShutdownEvent
 from taskq.domain.watchdog import CountSiblingCrash, RaiseSiblingReturned, Trip, judge_sibling_exit
-from taskq.ports.queue_store import JobClaimer, JobFinisher
+from taskq.ports.queue_store import JobFinisher
 from taskq.ports.store_params import Finish
 
 #: Most writes one start-mark or completion round trip carries.
@@ -187,15 +187,16 @@ class Worker:
     async def _run_group(self, scopes: ActorScopes) -> None:
         state = self.state
         store = state.store
-        starter: Starter = GroupCommit(
-            "start-marks", _start_flush(store), max_batch=MAX_WRITE_BATCH
-        )
         completer: Completer = GroupCommit(
-            "completions", _finish_flush(store), max_batch=MAX_WRITE_BATCH
+            "completions",
+            _finish_flush(store),
+            max_batch=MAX_WRITE_BATCH,
         )
-        dispatcher = Dispatcher(state, scopes, starter=starter, completer=completer)
+        marks = StartMarks(state)
+        state.start_marks = marks
+        dispatcher = Dispatcher(state, scopes, completer=completer, marks=marks)
         helpers = [
-            asyncio.create_task(starter.run(), name="taskq-start-marks"),
+            asyncio.create_task(marks.run(), name="taskq-start-marks"),
             asyncio.create_task(completer.run(), name="taskq-completions"),
         ]
         watchdog, lag = self._start_watchdog()
@@ -206,7 +207,8 @@ class Worker:
                         self._guard(name, body), name=f"taskq-{name}"
                     )
         finally:
-            await starter.close(helpers[0])
+            helpers[0].cancel()  # marks only matter while jobs run
+            await asyncio.gather(helpers[0], return_exceptions=True)
             await completer.close(helpers[1])
             if lag is not None:
                 lag.stop()
@@ -301,14 +303,6 @@ class Worker:
         self._tripped = trip
         if self._run_task is not None:
             self._run_task.cancel()
-
-
-def _start_flush(store: JobClaimer) -> Callable[[Sequence[Lease]], Awaitable[Sequence[bool]]]:
-    async def flush(leases: Sequence[Lease]) -> Sequence[bool]:
-        lost = set(await store.mark_started(leases))
-        return [lease in lost for lease in leases]
-
-    return flush
 
 
 def _finish_flush(

@@ -161,17 +161,30 @@ class ShutdownOrchestrator:
         state = self.state
         # The claim lock: no claim is between the store and the local queue now.
         async with state.claim_lock:
-            discarded = 0
-            while not state.local_queue.empty():
-                state.local_queue.get_nowait()
-                discarded += 1
-            try:
-                drained: int | None = await state.store.drain_unstarted(state.worker_id)
-            except TaskQError as exc:
-                drained = None
+            discarded = len(state.local_queue.clear())
+            drained: int | None = None
+            # Every job a consumer holds gets its start mark first, so the drain
+            # re-pends only what was still queued. Unconfirmed marks: no drain
+            # (the queued jobs come back when their leases expire instead).
+            marked = state.start_marks is None or await state.start_marks.flush()
+            if not marked:
                 events.emit(
-                    events.JOB_WRITE_FAILED, logging.ERROR, write="drain_unstarted", error=str(exc)
+                    events.JOB_WRITE_FAILED,
+                    logging.ERROR,
+                    write="drain_unstarted",
+                    error="start marks of running jobs were not confirmed; "
+                    "queued jobs are left to their lease",
                 )
+            else:
+                try:
+                    drained = await state.store.drain_unstarted(state.worker_id)
+                except TaskQError as exc:
+                    events.emit(
+                        events.JOB_WRITE_FAILED,
+                        logging.ERROR,
+                        write="drain_unstarted",
+                        error=str(exc),
+                    )
         events.emit(
             events.SHUTDOWN_PHASE,
             phase="DRAINED",

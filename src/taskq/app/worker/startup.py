@@ -1,5 +1,9 @@
 """Worker bootstrap: register, sync actor config, and the two bootstrap warnings.
 
+Before anything is written, a worker whose actors declare rate limits or
+reservations but that has no rate limiter refuses to start
+(:func:`require_rate_limiter`): it could not enforce them.
+
 Actor-config sync (after ``register_worker``):
 
 - capacity fields (max_concurrent, max_pending, result_ttl) are operator-owned:
@@ -20,10 +24,12 @@ from collections.abc import Mapping, Sequence
 from typing import Final
 
 from taskq.app.worker import events
+from taskq.app.worker.limits import limited_actors
 from taskq.app.worker.protocols import ActorLike
 from taskq.app.worker.state import WorkerState
 from taskq.domain.actor_config import ActorConfigSyncReport
-from taskq.domain.errors import ActorConfigDriftList, TaskQError
+from taskq.domain.errors import ActorConfigDriftList, ConfigurationError, TaskQError
+from taskq.ports.rate_limiter import RateLimiter
 from taskq.ports.store_params import WorkerInfo
 
 DRIFT_HINT: Final = (
@@ -38,6 +44,7 @@ UNCONSUMED_NOTE: Final = (
 
 async def start(state: WorkerState, *, force: bool) -> None:
     """Register the worker and sync actor config; deregisters again if the sync refuses."""
+    require_rate_limiter(state.registry, state.ports.rate_limiter)
     settings = state.settings
     await state.store.register_worker(
         WorkerInfo(
@@ -64,6 +71,22 @@ async def start(state: WorkerState, *, force: bool) -> None:
         max_concurrency=settings.max_concurrency,
         pid=os.getpid(),
     )
+
+
+def require_rate_limiter(registry: Mapping[str, ActorLike], limiter: RateLimiter | None) -> None:
+    """Refuse (``ConfigurationError``, exit 1) actors with limits on a worker without a limiter."""
+    if limiter is not None:
+        return
+    names = limited_actors(list(registry.values()))
+    if names:
+        who = "actor" if len(names) == 1 else "actors"
+        verb = "declares" if len(names) == 1 else "declare"
+        raise ConfigurationError(
+            f"{who} {', '.join(repr(n) for n in names)} {verb} rate_limits or reservations, "
+            "but this worker has no rate limiter to enforce them: use the asyncpg or psycopg "
+            "driver (their Postgres limiter is built in), set TASKQ_REDIS_URL, or pass "
+            "rate_limiter= to the worker"
+        )
 
 
 async def sync_actor_configs(state: WorkerState, *, force: bool) -> ActorConfigSyncReport:

@@ -8,10 +8,11 @@ from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from taskq.app.settings import WorkerSettings
 from taskq.app.worker.liveness import Liveness
+from taskq.app.worker.local_queue import LocalQueue
 from taskq.app.worker.ports import WorkerPorts
 from taskq.app.worker.protocols import ActorLike
 from taskq.app.worker.waiting import LatchEvent
@@ -62,6 +63,12 @@ class ActiveJob:
     abandon_queued: bool = False
     #: The consumer is writing the outcome: the job is ending, not lost.
     finishing: bool = False
+    #: When the consumer started it, on the clock's monotonic time (its start mark says so later).
+    started_mono: float = 0.0
+    #: The worker stopped waiting for it (shutdown complete): no outcome is written.
+    stop_waiting: bool = False
+    #: Done when the task is done or the worker stops waiting for it.
+    settled: asyncio.Future[None] | None = None
 
     def __repr__(self) -> str:
         return (
@@ -81,6 +88,14 @@ class ActiveJob:
         self.forced = True
         if self.task is not None and not self.task.done():
             self.task.cancel()
+
+
+class StartMarksLike(Protocol):
+    """What the shutdown's drain needs of the start marks (``start_marks.StartMarks``)."""
+
+    async def flush(self) -> bool:
+        """Mark every started job now; False when the write failed."""
+        ...
 
 
 class ActiveJobs:
@@ -157,15 +172,21 @@ class WorkerState:
     shutdown_cancel: Literal[None, "cooperative", "forced"] = None
     #: Jobs this worker's consumers wrote ``failed`` (until-idle exit code 3).
     drain_failures: int = 0
+    #: Terminal writes submitted and not yet answered (consumers do not wait for them).
+    writes_in_flight: int = 0
     #: The exit code a sibling decided (until-idle 0/3/4, isolate-self 1).
     exit_code: int | None = None
     sibling_crashes: Counter[str] = field(default_factory=Counter)
-    local_queue: asyncio.Queue[ClaimedJob] = field(init=False)
+    #: Writes start marks for jobs still running a moment after they started (the runtime's).
+    start_marks: StartMarksLike | None = None
+    local_queue: LocalQueue[ClaimedJob] = field(init=False)
     cancel_controller: CancelController = field(init=False)
     liveness: Liveness = field(init=False)
 
     def __post_init__(self) -> None:
-        self.local_queue = asyncio.Queue(maxsize=self.settings.max_concurrency)
+        self.local_queue = LocalQueue(self.settings.max_concurrency)
+        # Consumers waiting for a job return once the shutdown completes.
+        self.shutdown_event.on_set(self.local_queue.close)
         self.cancel_controller = CancelController(
             GracePeriods(
                 cancellation_grace_period=self.settings.cancellation_grace_period,

@@ -49,7 +49,12 @@ async def run_until_idle(
         except TaskQError as exc:
             events.emit(events.UNTIL_IDLE_POLL_FAILED, logging.WARNING, error=str(exc))
             active = -1  # unknown: not idle
-        if active == 0 and not len(state.active) and state.local_queue.empty():
+        if (
+            active == 0
+            and not len(state.active)
+            and state.local_queue.empty()
+            and not state.writes_in_flight  # a failure is counted once its write lands
+        ):
             idle_since = now if idle_since is None else idle_since
             if now - idle_since >= settle:
                 code = ExitCode.UNTIL_IDLE_FAILURES if state.drain_failures else ExitCode.OK

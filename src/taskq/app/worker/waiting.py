@@ -7,7 +7,7 @@ Timeouts race the awaited work against ``clock.sleep`` instead of using
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 from taskq.ports.clock import Clock
@@ -31,6 +31,11 @@ class LatchEvent(asyncio.Event):
     """
 
     _latch: asyncio.Future[None] | None = None
+    _listeners: tuple[Callable[[], None], ...] = ()
+
+    def on_set(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` (synchronously) each time the event goes from clear to set."""
+        self._listeners = (*self._listeners, listener)
 
     def future(self) -> asyncio.Future[None]:
         """A future done when the event is set (already done if it is set now)."""
@@ -43,10 +48,14 @@ class LatchEvent(asyncio.Event):
         return latch
 
     def set(self) -> None:
+        was_set = super().is_set()
         super().set()
         latch = self._latch
         if latch is not None and not latch.done():
             latch.set_result(None)
+        if not was_set:
+            for listener in self._listeners:
+                listener()
 
 
 async def first_done(*futures: asyncio.Future[Any]) -> None:

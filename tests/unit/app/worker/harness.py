@@ -19,7 +19,8 @@ from taskq.app.worker.batching import GroupCommit
 from taskq.app.worker.consumer import Dispatcher
 from taskq.app.worker.events import LOGGER_NAME
 from taskq.app.worker.protocols import ActorLike
-from taskq.app.worker.runtime import _finish_flush, _start_flush
+from taskq.app.worker.runtime import _finish_flush
+from taskq.app.worker.start_marks import StartMarks
 from taskq.app.worker.state import WorkerState
 from taskq.domain.job import Job
 from taskq.ports.queue_store import QueueStore
@@ -110,14 +111,16 @@ class WorkerRun:
 @asynccontextmanager
 async def open_dispatcher(state: WorkerState) -> AsyncIterator[Dispatcher]:
     """A consumer's dispatcher on ``state`` (its batchers running), without the rest of a worker."""
-    starter = GroupCommit("start-marks", _start_flush(state.store))
+    marks = StartMarks(state)
+    state.start_marks = marks
     completer = GroupCommit("completions", _finish_flush(state.store))
-    runners = [asyncio.create_task(starter.run()), asyncio.create_task(completer.run())]
+    runners = [asyncio.create_task(marks.run()), asyncio.create_task(completer.run())]
     async with Dependencies().open_worker_scopes() as scopes:
         try:
-            yield Dispatcher(state, scopes, starter=starter, completer=completer)
+            yield Dispatcher(state, scopes, completer=completer, marks=marks)
         finally:
-            await starter.close(runners[0])
+            runners[0].cancel()
+            await asyncio.gather(runners[0], return_exceptions=True)
             await completer.close(runners[1])
 
 

@@ -97,15 +97,25 @@ simple AS MATERIALIZED (
 picked AS MATERIALIZED (
     SELECT c.id, row_number() OVER (ORDER BY c.priority DESC, c.scheduled_at, c.id) AS ord
     FROM (
-        SELECT j.id, j.priority, j.scheduled_at
-        FROM {schema}.jobs j
-        WHERE j.status = 'pending'
-          AND j.queue = :queue::text
-          AND array_position(:actors::text[], j.actor) IS NOT NULL
-          AND j.scheduled_at <= (SELECT r.now FROM req r)
-        ORDER BY j.priority DESC, j.scheduled_at, j.id
+        SELECT l.id, l.priority, l.scheduled_at
+        FROM (
+            SELECT j.id, j.priority, j.scheduled_at
+            FROM {schema}.jobs j
+            WHERE j.status = 'pending'
+              AND j.queue = :queue::text
+              AND array_position(:actors::text[], j.actor) IS NOT NULL
+              AND j.scheduled_at <= (SELECT r.now FROM req r)
+            ORDER BY j.priority DESC, j.scheduled_at, j.id
+            -- A constant bound under the :limit one: a generic plan then costs what a
+            -- custom one does (a parameter LIMIT alone is estimated at 10% of the
+            -- queue), so the prepared claim is planned once, not on every call. The
+            -- store never asks for more than CLAIM_BATCH_MAX (= this bound) rows.
+            LIMIT 128
+            FOR UPDATE OF j SKIP LOCKED
+        ) AS l
+        -- Right on the locking scan, with no sort in between (a sort would pull, and
+        -- lock, all 128): rows arrive in index order and only the ones taken are locked.
         LIMIT :limit
-        FOR UPDATE OF j SKIP LOCKED
     ) AS c
     WHERE (SELECT s.yes FROM simple s)
 ),
@@ -293,7 +303,9 @@ ORDER BY o.ord
 -- name: mark_started
 -- Owned rows are locked in id order (as by every multi-row owner write) so it cannot deadlock with a heartbeat.
 WITH src AS (
-    SELECT * FROM unnest(:job_id::bigint[], :fencing_token::bigint[]) AS s(job_id, fencing_token)
+    SELECT *
+    FROM unnest(:job_id::bigint[], :fencing_token::bigint[], :started_ago::interval[])
+        AS s(job_id, fencing_token, started_ago)
 ),
 locked AS (
     -- By primary key only, then checked (see finish_jobs for why).
@@ -304,15 +316,17 @@ locked AS (
     FOR UPDATE OF j
 ),
 owned AS (
-    SELECT l.id, l.fencing_token
+    SELECT l.id, l.fencing_token, s.started_ago
     FROM locked l
     JOIN src s ON s.job_id = l.id AND s.fencing_token = l.fencing_token
     WHERE l.status = 'running'
 ),
 started AS (
+    -- A late mark says how long ago the attempt began (started_ago; NULL: just now).
     UPDATE {schema}.jobs j
-    SET started_at = coalesce(:now::timestamptz, now())
-    WHERE j.id = ANY (ARRAY(SELECT o.id FROM owned o)) AND j.started_at IS NULL
+    SET started_at = coalesce(:now::timestamptz, now()) - coalesce(o.started_ago, interval '0')
+    FROM owned o
+    WHERE j.id = o.id AND j.started_at IS NULL
     RETURNING j.id
 )
 SELECT o.id, o.fencing_token, (SELECT count(*) FROM started) AS started FROM owned o

@@ -12,8 +12,10 @@ WITH src AS (
     SELECT *
     FROM unnest(
         :job_id::bigint[], :fencing_token::bigint[], :status::text[], :result::text[],
-        :error::text[], :error_class::text[], :result_ttl::interval[], :now::timestamptz[]
-    ) AS s(job_id, fencing_token, status, result, error, error_class, result_ttl, now)
+        :error::text[], :error_class::text[], :result_ttl::interval[], :now::timestamptz[],
+        :started_ago::interval[]
+    ) AS s(job_id, fencing_token, status, result, error, error_class, result_ttl, now,
+           started_ago)
 ),
 locked AS (
     -- By primary key only, then checked: a status test here would let the planner scan a
@@ -25,8 +27,11 @@ locked AS (
     FOR UPDATE OF j
 ),
 owned AS (
-    SELECT l.id, l.actor, l.attempt, l.locked_by, l.started_at, s.status, s.result, s.error,
-           s.error_class, s.result_ttl, coalesce(s.now, now()) AS now
+    -- An unmarked start (the worker skips the mark for short jobs) began started_ago ago.
+    SELECT l.id, l.actor, l.attempt, l.locked_by,
+           coalesce(l.started_at, coalesce(s.now, now()) - s.started_ago) AS started_at,
+           s.status, s.result, s.error, s.error_class, s.result_ttl,
+           coalesce(s.now, now()) AS now
     FROM locked l
     JOIN src s ON s.job_id = l.id AND s.fencing_token = l.fencing_token
     WHERE l.status = 'running'
@@ -34,6 +39,7 @@ owned AS (
 done AS (
     UPDATE {schema}.jobs j
     SET status = o.status,
+        started_at = o.started_at,
         finished_at = o.now,
         result = o.result::jsonb,
         result_expires_at = o.now + coalesce(ac.result_ttl, o.result_ttl),
@@ -66,7 +72,8 @@ WITH req AS MATERIALIZED (
     SELECT coalesce(:now::timestamptz, now()) AS now
 ),
 owned AS (
-    SELECT j.id, j.attempt, j.locked_by, j.started_at,
+    SELECT j.id, j.attempt, j.locked_by,
+           coalesce(j.started_at, r.now - :started_ago::interval) AS started_at,
            coalesce(:run_at::timestamptz, r.now + :delay::interval) AS run_at, r.now
     FROM {schema}.jobs j, req r
     WHERE j.id = :job_id::bigint AND j.fencing_token = :fencing_token::bigint
@@ -90,6 +97,7 @@ moved AS (
                           ELSE j.last_error END,
         error_class = CASE WHEN :error::text IS NOT NULL OR :error_class::text IS NOT NULL
                            THEN :error_class::text ELSE j.error_class END,
+        started_at = o.started_at,
         locked_by = NULL,
         lock_expires_at = NULL
     FROM owned o

@@ -13,18 +13,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Final
+from typing import Final, cast
 
 from taskq.adapters.postgres.driver import Row, TransientConflict
 from taskq.adapters.postgres.store.base import CONFLICT_RETRIES, StoreCore
 from taskq.adapters.postgres.store.rows import check_lease, claimed_from_row
 from taskq.domain.errors import LeaseLost
 from taskq.domain.job import ClaimedJob, Lease
-from taskq.ports.store_params import ClaimRequest
+from taskq.ports.store_params import ClaimRequest, aligned_started_ago
 
 OUTCOME_RELEASED = "released"
 #: How many (queues, actors) request shapes the store remembers as needing claim_mixed.
 MIXED_SHAPES_KEPT: Final = 64
+#: The constant row bound inside claim_fifo_one (it keeps that statement's plan generic);
+#: a larger claim on one queue runs claim_fifo instead.
+CLAIM_BATCH_MAX: Final = 128
 
 
 class ClaimOps(StoreCore):
@@ -66,7 +69,7 @@ class ClaimOps(StoreCore):
 
     async def _fifo(self, queues: list[str], params: dict[str, object]) -> Sequence[Row]:
         """claim_fifo; its single-queue form when there is one queue, so its plan can be cached."""
-        if len(queues) == 1:
+        if len(queues) == 1 and cast(int, params["limit"]) <= CLAIM_BATCH_MAX:
             one = {key: value for key, value in params.items() if key != "queues"}
             return await self._driver.fetch("claim_fifo_one", queue=queues[0], **one)
         return await self._driver.fetch("claim_fifo", **params)
@@ -87,9 +90,14 @@ class ClaimOps(StoreCore):
         self._mixed_claims.add(shape)
 
     async def mark_started(
-        self, leases: Sequence[Lease], *, now: datetime | None = None
+        self,
+        leases: Sequence[Lease],
+        *,
+        now: datetime | None = None,
+        started_ago: Sequence[timedelta] | None = None,
     ) -> list[Lease]:
         at = self._begin(now)
+        offsets = aligned_started_ago(leases, started_ago)
         if not leases:
             return []
         rows = await self._driver.fetch(
@@ -97,6 +105,7 @@ class ClaimOps(StoreCore):
             now=at,
             job_id=[lease.job_id for lease in leases],
             fencing_token=[lease.fencing_token for lease in leases],
+            started_ago=[None] * len(leases) if offsets is None else offsets,
         )
         held = {(row["id"], row["fencing_token"]) for row in rows}
         return [lease for lease in leases if (lease.job_id, lease.fencing_token) not in held]
@@ -117,6 +126,7 @@ class ClaimOps(StoreCore):
             error=None,
             error_class=None,
             outcome=OUTCOME_RELEASED,
+            started_ago=None,  # released unrun: no start to record
         )
         if row is None:
             raise LeaseLost(lease.job_id, lease.fencing_token)

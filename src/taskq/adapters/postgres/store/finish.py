@@ -73,6 +73,7 @@ class FinishOps(StoreCore):
             error_class=[o.error_class for o in outcomes],
             result_ttl=[o.result_ttl for o in outcomes],
             now=[o.now for o in outcomes],
+            started_ago=[o.started_ago for o in outcomes],
         )
         written = {Lease(row["id"], row["fencing_token"]) for row in rows}
         return [o.lease for o in outcomes if o.lease not in written]
@@ -92,6 +93,7 @@ class FinishOps(StoreCore):
             error=request.error,
             error_class=request.error_class,
             outcome=OUTCOME_SNOOZED if request.snooze else OUTCOME_RETRIED,
+            started_ago=request.started_ago,
         )
         if row is None:
             raise LeaseLost(request.lease.job_id, request.lease.fencing_token)
