@@ -2,6 +2,7 @@
 
     python benchmarks/bench_throughput.py [--jobs N] [--drivers asyncpg,psycopg]
                                           [--concurrency 16] [--quick] [--markdown]
+                                          [--only enqueue]
 
 Server: TASKQ_PG_DSN, else TASKQ_TEST_DSN, else postgresql://postgres@127.0.0.1:5432/test.
 Every measurement runs in its own fresh schema (TaskQ's migrated with
@@ -63,6 +64,7 @@ class Config:
     baseline_loops: int
     baseline_batch: int
     markdown: bool
+    only_enqueue: bool
 
 
 def parse_args(argv: Sequence[str] | None = None) -> Config:
@@ -78,6 +80,11 @@ def parse_args(argv: Sequence[str] | None = None) -> Config:
     )
     parser.add_argument("--baseline-batch", type=int, default=100, help="rows per raw claim (100)")
     parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    parser.add_argument(
+        "--only",
+        choices=("enqueue",),
+        help="run only these measurements (enqueue: the raw INSERT/COPY and part (c))",
+    )
     args = parser.parse_args(argv)
     drivers = tuple(d.strip() for d in args.drivers.split(",") if d.strip())
     unknown = set(drivers) - set(DRIVERS)
@@ -96,6 +103,7 @@ def parse_args(argv: Sequence[str] | None = None) -> Config:
         baseline_loops=args.baseline_loops,
         baseline_batch=args.baseline_batch,
         markdown=args.markdown,
+        only_enqueue=args.only == "enqueue",
     )
 
 
@@ -120,12 +128,13 @@ async def describe_server(dsn: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class RawNumbers:
-    drain: baseline.DrainResult
+    drain: baseline.DrainResult | None
     copy_rate: float
     insert_rate: float
 
 
 async def run_baseline(cfg: Config) -> RawNumbers:
+    drained: baseline.DrainResult | None = None
     async with plain_schema(cfg.dsn, "raw") as schema:
         conn = await asyncpg.connect(cfg.dsn)
         try:
@@ -134,10 +143,11 @@ async def run_baseline(cfg: Config) -> RawNumbers:
             await conn.execute(f"ANALYZE {table}")
         finally:
             await conn.close()
-        drained = await baseline.drain(
-            cfg.dsn, table, loops=cfg.baseline_loops, batch=cfg.baseline_batch
-        )
-    if drained.span.done != cfg.jobs:
+        if not cfg.only_enqueue:
+            drained = await baseline.drain(
+                cfg.dsn, table, loops=cfg.baseline_loops, batch=cfg.baseline_batch
+            )
+    if drained is not None and drained.span.done != cfg.jobs:
         raise RuntimeError(f"raw drain finished {drained.span.done} of {cfg.jobs} rows")
     async with plain_schema(cfg.dsn, "raw_insert") as schema:
         conn = await asyncpg.connect(cfg.dsn)
@@ -151,9 +161,9 @@ async def run_baseline(cfg: Config) -> RawNumbers:
 
 
 async def measure(cfg: Config) -> list[Row]:
-    log(f"raw baseline: COPY + drain of {cfg.jobs} rows, {cfg.single_jobs} single INSERTs")
+    drain = "" if cfg.only_enqueue else " + drain"
+    log(f"raw baseline: COPY{drain} of {cfg.jobs} rows, {cfg.single_jobs} single INSERTs")
     raw = await run_baseline(cfg)
-    raw_label = f"{raw.drain.loops} loops x {raw.drain.batch}"
 
     singles: dict[str, float] = {}
     bulks: dict[tuple[str, int], float] = {}
@@ -164,6 +174,24 @@ async def measure(cfg: Config) -> list[Row]:
             size = min(batch, cfg.jobs)
             bulks[(driver, size)] = await taskq_runs.enqueue_bulk(cfg.dsn, driver, cfg.jobs, size)
 
+    drain_rows: list[Row] = []
+    latency_rows: list[Row] = []
+    if raw.drain is not None:
+        drain_rows, latency_rows = await measure_worker(cfg, raw.drain)
+    return [
+        *drain_rows,
+        Row("(b) raw single-row INSERT", report.rate(raw.insert_rate)),
+        Row("(b) raw COPY", report.rate(raw.copy_rate)),
+        *enqueue_rows(raw, singles, bulks),
+        *latency_rows,
+    ]
+
+
+async def measure_worker(
+    cfg: Config, raw_drain: baseline.DrainResult
+) -> tuple[list[Row], list[Row]]:
+    """Parts (a) with the raw drain row, and (d) with the plan check."""
+    raw_label = f"{raw_drain.loops} loops x {raw_drain.batch}"
     drains: dict[str, taskq_runs.DrainResult] = {}
     plans: dict[str, taskq_runs.PlanResult] = {}
     for driver in cfg.drivers:
@@ -183,7 +211,7 @@ async def measure(cfg: Config) -> list[Row]:
         log(f"{driver}: enqueue→start latency of {cfg.latency_jobs} jobs to an idle worker")
         latencies[driver] = await taskq_runs.latency(cfg.dsn, driver, cfg.latency_jobs)
 
-    raw_rate = raw.drain.span.rate
+    raw_rate = raw_drain.span.rate
     rows: list[Row] = []
     for driver, result in drains.items():
         label = f"(a) drain, {driver} worker, C={cfg.concurrency}"
@@ -218,11 +246,39 @@ async def measure(cfg: Config) -> list[Row]:
     rows += [
         Row(
             f"(b) raw drain, {raw_label}",
-            f"{report.rate(raw_rate)} (wall {raw.drain.wall_seconds:.1f} s)",
+            f"{report.rate(raw_rate)} (wall {raw_drain.wall_seconds:.1f} s)",
         ),
-        Row("(b) raw single-row INSERT", report.rate(raw.insert_rate)),
-        Row("(b) raw COPY", report.rate(raw.copy_rate)),
     ]
+    tail: list[Row] = []
+    for driver, lat in latencies.items():
+        tail.append(
+            Row(
+                f"(d) enqueue→start p50/p90/p99, {driver}",
+                f"{lat.p(50):.2f}/{lat.p(90):.2f}/{lat.p(99):.2f} ms",
+                target=f"p99 < {P99_MAX_MS:g} ms",
+                passed=lat.p(99) < P99_MAX_MS,
+            )
+        )
+    for driver, plan in plans.items():
+        tail.append(
+            Row(
+                f"plan: claim on {plan.finished_rows:,} finished rows ({driver} run)",
+                "jobs_dispatch_idx" if plan.ok else "NOT the dispatch index",
+                target="partial index, no seq scan",
+                passed=plan.ok,
+            )
+        )
+    if any(not p.ok for p in plans.values()):
+        for driver, plan in plans.items():
+            log(f"{driver} claim plans:\n{plan.custom_plan}\n--- generic ---\n{plan.generic_plan}")
+    return rows, tail
+
+
+def enqueue_rows(
+    raw: RawNumbers, singles: dict[str, float], bulks: dict[tuple[str, int], float]
+) -> list[Row]:
+    """Part (c) against the raw single INSERT and COPY."""
+    rows: list[Row] = []
     for driver, value in singles.items():
         rows.append(
             report.ratio_row(
@@ -246,27 +302,6 @@ async def measure(cfg: Config) -> list[Row]:
                 passed=value >= BULK_MIN_RATE,
             )
         )
-    for driver, lat in latencies.items():
-        rows.append(
-            Row(
-                f"(d) enqueue→start p50/p90/p99, {driver}",
-                f"{lat.p(50):.2f}/{lat.p(90):.2f}/{lat.p(99):.2f} ms",
-                target=f"p99 < {P99_MAX_MS:g} ms",
-                passed=lat.p(99) < P99_MAX_MS,
-            )
-        )
-    for driver, plan in plans.items():
-        rows.append(
-            Row(
-                f"plan: claim on {plan.finished_rows:,} finished rows ({driver} run)",
-                "jobs_dispatch_idx" if plan.ok else "NOT the dispatch index",
-                target="partial index, no seq scan",
-                passed=plan.ok,
-            )
-        )
-    if any(not p.ok for p in plans.values()):
-        for driver, plan in plans.items():
-            log(f"{driver} claim plans:\n{plan.custom_plan}\n--- generic ---\n{plan.generic_plan}")
     return rows
 
 

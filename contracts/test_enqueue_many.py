@@ -36,6 +36,65 @@ async def test_results_follow_input_order(harness: Harness) -> None:
     assert (stored[2].queue, stored[2].priority) == ("q2", 3)
 
 
+async def test_a_big_batch_stores_every_field_of_every_job(harness: Harness) -> None:
+    """A batch of hundreds keeps each job's own fields exactly, text quoting included.
+
+    Big batches may take another write path than small ones (Postgres copies
+    them); what is stored must not depend on it.
+    """
+    odd = 'tab\there, newline\nhere, back\\slash, "quote", \\N, é, \u2603'
+    jobs = [
+        new_job(
+            "a" if i % 3 else "b",
+            queue="q" if i % 2 else odd,
+            payload={"i": i, "text": odd, "nested": [1.5, None, True, {"k": odd}]},
+            priority=i % 5 - 2,
+            scheduled_at=at(60) if i % 4 == 0 else (at(-5) if i % 4 == 1 else None),
+            schedule_to_close=at(3600) if i % 5 == 0 else None,
+            max_attempts=None if i % 6 == 0 else 1 + i % 4,
+            fairness_key=odd if i % 7 == 0 else None,
+            metadata={"m": odd, "i": i} if i % 2 else {},
+            tags=(odd, "x,y", "{}") if i % 3 == 0 else (),
+            trace_id=f"t{i}" if i % 2 else None,
+            span_id=odd if i % 8 == 0 else None,
+        )
+        for i in range(450)
+    ]
+    results = await harness.store.enqueue_many(jobs, now=at(1))
+    ids = [r.job_id for r in results]
+    assert ids == sorted(ids)
+    assert len(set(ids)) == len(jobs)
+    for job, job_id in zip(jobs, ids, strict=True):
+        stored = await get(harness.store, job_id)
+        scheduled = job.scheduled_at is not None and job.scheduled_at > at(1)
+        assert stored.status == (JobStatus.SCHEDULED if scheduled else JobStatus.PENDING)
+        assert stored.scheduled_at == (job.scheduled_at if scheduled else at(1))
+        assert stored.created_at == at(1)
+        assert (stored.actor, stored.queue, stored.priority) == (job.actor, job.queue, job.priority)
+        assert dict(stored.payload) == job.payload
+        assert dict(stored.metadata) == job.metadata
+        assert tuple(stored.tags) == tuple(job.tags)
+        assert stored.max_attempts == job.max_attempts
+        assert stored.schedule_to_close == job.schedule_to_close
+        assert (stored.fairness_key, stored.trace_id, stored.span_id) == (
+            job.fairness_key,
+            job.trace_id,
+            job.span_id,
+        )
+        assert stored.attempt == 0
+
+
+async def test_a_big_batch_with_a_value_json_cannot_hold_writes_nothing(
+    harness: Harness,
+) -> None:
+    """One payload JSON cannot hold (NaN) refuses a big batch before anything is stored."""
+    jobs = [new_job(payload={"i": i}) for i in range(300)]
+    jobs[299] = new_job(payload={"i": float("nan")})
+    with pytest.raises(ValueError, match=r"(?i)nan|json|float"):
+        await harness.store.enqueue_many(jobs, now=at(1))
+    assert await harness.store.count_active() == 0
+
+
 async def test_empty_batch_returns_nothing(harness: Harness) -> None:
     """enqueue_many of no jobs returns an empty list and stores nothing."""
     assert await harness.store.enqueue_many([], now=EPOCH) == []

@@ -20,7 +20,8 @@ so that ``import taskq`` loads no database driver.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Mapping, Sequence
+import itertools
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Protocol, Self, TypeVar, cast
@@ -73,6 +74,27 @@ def _composition() -> CompositionRoot:
     from taskq.app import composition
 
     return cast(CompositionRoot, composition)
+
+
+def _same_options(first: NewJob, payloads: Iterable[dict[str, JSON]]) -> list[NewJob]:
+    """A job like ``first`` (its options already checked) for each dumped payload."""
+    options: dict[str, Any] = {
+        "actor": first.actor,
+        "queue": first.queue,
+        "priority": first.priority,
+        "scheduled_at": first.scheduled_at,
+        "schedule_to_close": first.schedule_to_close,
+        "max_attempts": first.max_attempts,
+        "identity_key": first.identity_key,
+        "fairness_key": first.fairness_key,
+        "idempotency_key": first.idempotency_key,
+        "metadata": first.metadata,  # shared: stores serialise it, nobody mutates it
+        "tags": first.tags,
+        "trace_id": first.trace_id,
+        "span_id": first.span_id,
+        "max_pending": first.max_pending,
+    }
+    return [NewJob(payload=payload, **options) for payload in payloads]
 
 
 def _check_ref(ref: object) -> None:
@@ -268,33 +290,35 @@ class JobsClient:
         _check_ref(ref)
         if isinstance(payloads, Mapping | BaseModel | str):
             raise TypeError("enqueue_many takes a sequence of payloads; use enqueue for one")
-        now = self._clock.now()
-        jobs: list[NewJob] = []
-        for index, payload in enumerate(payloads):
-            try:
-                jobs.append(
-                    ref.new_job(
-                        payload,
-                        queue=queue,
-                        scheduled_at=scheduled_at,
-                        priority=priority,
-                        schedule_to_close=schedule_to_close,
-                        identity_key=identity_key,
-                        fairness_key=fairness_key,
-                        idempotency_key=idempotency_key,
-                        metadata=metadata,
-                        tags=tags,
-                        trace_id=trace_id,
-                        span_id=span_id,
-                        now=now,
-                    )
-                )
-            except PayloadValidationError as exc:
-                raise PayloadValidationError(f"payload #{index}: {exc}") from exc
-        if not jobs:
+        # Any iterable works as before (a generator, a range of models...), indexed once.
+        batch = payloads if isinstance(payloads, list | tuple) else list(payloads)
+        if not batch:
             return []
+        try:
+            # The first job checks the options (after its payload, as enqueue does);
+            # every job shares them, so the others only need their payload dumped.
+            first = ref.new_job(
+                batch[0],
+                queue=queue,
+                scheduled_at=scheduled_at,
+                priority=priority,
+                schedule_to_close=schedule_to_close,
+                identity_key=identity_key,
+                fairness_key=fairness_key,
+                idempotency_key=idempotency_key,
+                metadata=metadata,
+                tags=tags,
+                trace_id=trace_id,
+                span_id=span_id,
+                now=self._clock.now(),
+            )
+        except PayloadValidationError as exc:
+            raise PayloadValidationError(f"payload #0: {exc}") from exc
+        dumped = ref.dump_payloads(batch)
+        jobs = [first, *_same_options(first, itertools.islice(dumped, 1, None))]
         results = await self._enqueuer(connection).enqueue_many(jobs)
-        return [self._handle(ref, result) for result in results]
+        handle = self._handle
+        return [handle(ref, result) for result in results]
 
     def _enqueuer(self, connection: Any) -> JobEnqueuer:
         if connection is None:

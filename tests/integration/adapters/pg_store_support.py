@@ -139,6 +139,10 @@ class CountingDriver:
         self.calls.append(query)
         await self.inner.execute(query, **params)
 
+    async def copy_in(self, schema: str, table: str, columns: Sequence[str], data: bytes) -> None:
+        self.calls.append(f"<copy {table}>")
+        await self.inner.copy_in(schema, table, columns, data)
+
     def transaction(self) -> AbstractAsyncContextManager[Driver]:
         self.calls.append("<transaction>")
         return self.inner.transaction()

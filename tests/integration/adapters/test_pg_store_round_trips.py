@@ -48,7 +48,7 @@ def claim_request(worker: str, limit: int, actors: tuple[str, ...] = ("a",)) -> 
 async def test_bulk_enqueue_is_one_statement_with_one_wake_up(
     dsn: str, schema: Schema, store: Any
 ) -> None:
-    """enqueue_many of 20,000 jobs runs one statement, keeps input order and wakes once."""
+    """enqueue_many of 20,000 jobs is COPY-written in order, with its ids first, and wakes once."""
     counted, calls = counted_store(store, schema)
     listener = await asyncpg.connect(dsn)
     woken: list[str] = []
@@ -63,7 +63,7 @@ async def test_bulk_enqueue_is_one_statement_with_one_wake_up(
         await listener.add_listener(schema.wake_channel, heard)
         jobs = [NewJob(actor="a", payload={"n": n}) for n in range(BULK)]
         results = await counted.enqueue_many(jobs)
-        assert calls.calls == ["insert_jobs"]
+        assert calls.calls == ["reserve_job_ids", "<copy jobs>", "wake_queue"]
         ids = [r.job_id for r in results]
         assert len(set(ids)) == BULK
         assert ids == sorted(ids)

@@ -23,6 +23,7 @@ from taskq.adapters.postgres.driver import (
     sqlstate_error,
     store_queries,
 )
+from taskq.adapters.postgres.lane import Lane
 from taskq.adapters.postgres.schema import Schema
 from taskq.adapters.postgres.sql_loader import AsyncpgQuery
 from taskq.domain.errors import StoreUnavailable
@@ -32,6 +33,7 @@ Pool: TypeAlias = "asyncpg.Pool[Any]"
 Connection: TypeAlias = "asyncpg.Connection[Any]"
 #: A pool-acquired connection is a proxy with the connection's methods.
 AnyConnection: TypeAlias = "asyncpg.Connection[Any] | asyncpg.pool.PoolConnectionProxy[Any]"
+PoolConnection: TypeAlias = "asyncpg.pool.PoolConnectionProxy[Any]"
 
 _savepoints: Final = itertools.count(1)
 
@@ -58,44 +60,54 @@ def translated() -> Iterator[None]:
         raise StoreUnavailable(f"lost the Postgres connection: {error_reason(exc)}") from exc
 
 
-class _Statements(ABC):
-    """The four statement calls, on whatever :meth:`_target` yields (a connection or the pool).
+def _args(q: AsyncpgQuery, params: Mapping[str, object]) -> tuple[object, ...]:
+    """The positional arguments of ``q``; the checked bind only when the names differ."""
+    if len(params) == len(q.params):
+        try:
+            return tuple([params[p] for p in q.params])
+        except KeyError:
+            pass
+    return q.bind(params)
 
-    asyncpg's pool runs ``fetch``/``fetchrow``/``fetchval``/``execute`` on a
-    connection of its own, with the same signatures as a connection.
-    """
+
+async def _copy_in(
+    conn: AnyConnection, schema: str, table: str, columns: Sequence[str], data: bytes
+) -> None:
+    async def source() -> AsyncIterator[bytes]:
+        yield data
+
+    # Text format: no per-column codec runs, so a pool's own jsonb codec cannot interfere.
+    await conn.copy_to_table(
+        table, source=source(), columns=list(columns), schema_name=schema, format="text"
+    )
+
+
+class _Statements(ABC):
+    """The four statement calls over :meth:`_call` (a connection's method of that name)."""
 
     _queries: Mapping[str, AsyncpgQuery]
 
     @abstractmethod
-    async def _target(self) -> AnyConnection | Pool:
-        """What the statements run on: this driver's connection, or the pool."""
+    async def _call(self, method: str, sql: str, args: tuple[object, ...]) -> Any:
+        """``conn.<method>(sql, *args)`` on this driver's connection or a pooled one."""
 
     async def fetch(self, query: str, /, **params: object) -> Sequence[Row]:
         q = self._queries[query]
-        target = await self._target()
-        with translated():
-            rows: Sequence[Row] = await target.fetch(q.sql, *q.bind(params))
+        rows: Sequence[Row] = await self._call("fetch", q.sql, _args(q, params))
         return rows
 
     async def fetchrow(self, query: str, /, **params: object) -> Row | None:
         q = self._queries[query]
-        target = await self._target()
-        with translated():
-            row: Row | None = await target.fetchrow(q.sql, *q.bind(params))
+        row: Row | None = await self._call("fetchrow", q.sql, _args(q, params))
         return row
 
     async def fetchval(self, query: str, /, **params: object) -> Any:
         q = self._queries[query]
-        target = await self._target()
-        with translated():
-            return await target.fetchval(q.sql, *q.bind(params))
+        return await self._call("fetchval", q.sql, _args(q, params))
 
     async def execute(self, query: str, /, **params: object) -> None:
         q = self._queries[query]
-        target = await self._target()
-        with translated():
-            await target.execute(q.sql, *q.bind(params))
+        await self._call("execute", q.sql, _args(q, params))
 
 
 class AsyncpgConnectionDriver(_Statements):
@@ -105,8 +117,13 @@ class AsyncpgConnectionDriver(_Statements):
         self._conn = conn
         self._queries = queries
 
-    async def _target(self) -> AnyConnection:
-        return self._conn
+    async def _call(self, method: str, sql: str, args: tuple[object, ...]) -> Any:
+        with translated():
+            return await getattr(self._conn, method)(sql, *args)
+
+    async def copy_in(self, schema: str, table: str, columns: Sequence[str], data: bytes) -> None:
+        with translated():
+            await _copy_in(self._conn, schema, table, columns, data)
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Driver]:
@@ -135,7 +152,9 @@ class AsyncpgPoolDriver(_Statements):
     """Runs each store query on a pooled connection; a transaction holds one connection.
 
     ``pool`` is awaited on first use, so a store can be made before its pool
-    is open (the pool is created lazily from a DSN).
+    is open (the pool is created lazily from a DSN). Back-to-back statements
+    share one kept connection (a :class:`Lane`) instead of a pool round trip
+    each; concurrent ones use the pool.
     """
 
     def __init__(
@@ -143,9 +162,44 @@ class AsyncpgPoolDriver(_Statements):
     ) -> None:
         self._pool = pool
         self._queries = queries
+        self._lane: Lane[tuple[Pool, PoolConnection]] = Lane(self._release)
 
-    async def _target(self) -> Pool:
-        return await self._pool()
+    @staticmethod
+    async def _release(kept: tuple[Pool, PoolConnection]) -> None:
+        # The pool it came from: the store may already have let go of its pool (closing).
+        pool, conn = kept
+        await pool.release(conn)
+
+    async def _call(self, method: str, sql: str, args: tuple[object, ...]) -> Any:
+        return await self._on_connection(lambda conn: getattr(conn, method)(sql, *args))
+
+    async def copy_in(self, schema: str, table: str, columns: Sequence[str], data: bytes) -> None:
+        await self._on_connection(lambda conn: _copy_in(conn, schema, table, columns, data))
+
+    async def _on_connection(self, op: Callable[[AnyConnection], Awaitable[Any]]) -> Any:
+        """``op`` on the kept connection, else (it is in use) on one acquired for it alone."""
+        lane = self._lane
+        kept = lane.take()
+        if kept is None:
+            pool = await self._pool()
+            if not lane.adopt():
+                with translated():
+                    async with pool.acquire() as conn:
+                        return await op(conn)
+            try:
+                with translated():
+                    kept = (pool, await pool.acquire())
+            except BaseException:
+                await lane.drop(None)
+                raise
+        try:
+            with translated():
+                result = await op(kept[1])
+        except BaseException:
+            await lane.drop(kept)
+            raise
+        lane.keep(kept)
+        return result
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Driver]:

@@ -97,6 +97,13 @@ class Driver(Protocol):
 
     async def execute(self, query: str, /, **params: object) -> None: ...
 
+    async def copy_in(self, schema: str, table: str, columns: Sequence[str], data: bytes) -> None:
+        """``COPY schema.table (columns) FROM STDIN`` of ``data``, in COPY's text format.
+
+        One statement: all rows or none (its own transaction on a pool).
+        """
+        ...
+
     def transaction(self) -> AbstractAsyncContextManager[Driver]: ...
 
 

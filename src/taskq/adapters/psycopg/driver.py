@@ -16,6 +16,7 @@ from contextlib import asynccontextmanager, contextmanager
 from typing import Any, Final, TypeAlias
 
 import psycopg
+from psycopg import sql
 from psycopg.pq import TransactionStatus
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
@@ -27,6 +28,7 @@ from taskq.adapters.postgres.driver import (
     sqlstate_error,
     store_queries,
 )
+from taskq.adapters.postgres.lane import Lane
 from taskq.adapters.postgres.schema import Schema
 from taskq.adapters.postgres.sql_loader import PsycopgQuery
 from taskq.domain.errors import StoreUnavailable
@@ -62,6 +64,34 @@ def translated() -> Iterator[None]:
         raise StoreUnavailable(f"lost the Postgres connection: {error_reason(exc)}") from exc
 
 
+def _args(q: PsycopgQuery, params: Mapping[str, object]) -> Mapping[str, object]:
+    """The parameters of ``q``; the checked bind only when the names differ."""
+    if len(params) == len(q.params):
+        try:
+            return {p: params[p] for p in q.params}
+        except KeyError:
+            pass
+    return q.bind(params)
+
+
+async def _rows(conn: Connection, sql: str, args: Mapping[str, object]) -> list[dict[str, Any]]:
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(sql, args)
+        return await cur.fetchall() if cur.description is not None else []
+
+
+async def _copy_in(
+    conn: Connection, schema: str, table: str, columns: Sequence[str], data: bytes
+) -> None:
+    statement = sql.SQL("COPY {}.{} ({}) FROM STDIN").format(
+        sql.Identifier(schema),
+        sql.Identifier(table),
+        sql.SQL(", ").join(sql.Identifier(c) for c in columns),
+    )
+    async with conn.cursor() as cur, cur.copy(statement) as copy:
+        await copy.write(data)
+
+
 class _Statements(ABC):
     """The four statement calls over :meth:`_run`, which returns every row as a dict."""
 
@@ -94,9 +124,11 @@ class PsycopgConnectionDriver(_Statements):
     async def _run(self, query: str, params: Mapping[str, object]) -> list[dict[str, Any]]:
         q = self._queries[query]
         with translated():
-            async with self._conn.cursor(row_factory=dict_row) as cur:
-                await cur.execute(q.sql, q.bind(params))
-                return await cur.fetchall() if cur.description is not None else []
+            return await _rows(self._conn, q.sql, _args(q, params))
+
+    async def copy_in(self, schema: str, table: str, columns: Sequence[str], data: bytes) -> None:
+        with translated():
+            await _copy_in(self._conn, schema, table, columns, data)
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Driver]:
@@ -132,7 +164,9 @@ class PsycopgPoolDriver(_Statements):
     """Runs each store query on a pooled connection; a transaction holds one connection.
 
     ``pool`` is awaited on first use, so a store can be made before its pool
-    is open (the pool is created lazily from a DSN).
+    is open (the pool is created lazily from a DSN). Back-to-back statements
+    share one kept connection (a :class:`Lane`) instead of a pool round trip
+    each; concurrent ones use the pool.
     """
 
     def __init__(
@@ -140,18 +174,56 @@ class PsycopgPoolDriver(_Statements):
     ) -> None:
         self._pool = pool
         self._queries = queries
+        self._lane: Lane[tuple[Pool, Connection]] = Lane(self._release)
+
+    @staticmethod
+    async def _release(kept: tuple[Pool, Connection]) -> None:
+        # The pool it came from: the store may already have let go of its pool (closing).
+        pool, conn = kept
+        await pool.putconn(conn)
 
     async def _run(self, query: str, params: Mapping[str, object]) -> list[dict[str, Any]]:
         q = self._queries[query]
-        args = q.bind(params)
-        pool = await self._pool()
-        with translated():
-            async with (
-                pool.connection() as conn,
-                conn.cursor(row_factory=dict_row) as cur,
-            ):
-                await cur.execute(q.sql, args)
-                return await cur.fetchall() if cur.description is not None else []
+        args = _args(q, params)
+        rows: list[dict[str, Any]] = await self._on_connection(
+            lambda conn: _rows(conn, q.sql, args)
+        )
+        return rows
+
+    async def copy_in(self, schema: str, table: str, columns: Sequence[str], data: bytes) -> None:
+        await self._on_connection(lambda conn: _copy_in(conn, schema, table, columns, data))
+
+    async def _on_connection(self, op: Callable[[Connection], Awaitable[Any]]) -> Any:
+        """``op`` on the kept connection, else (it is in use) on one taken for it alone."""
+        lane = self._lane
+        kept = lane.take()
+        if kept is None:
+            pool = await self._pool()
+            if not lane.adopt():
+                with translated():
+                    async with pool.connection() as conn:
+                        return await op(conn)
+            try:
+                with translated():
+                    kept = (pool, await pool.getconn())
+            except BaseException:
+                await lane.drop(None)
+                raise
+        conn = kept[1]
+        try:
+            with translated():
+                if not conn.autocommit:
+                    # The pool's own rule: commit (or roll back) as the connection goes back.
+                    async with conn:
+                        result = await op(conn)
+                    await lane.drop(kept)
+                    return result
+                result = await op(conn)
+        except BaseException:
+            await lane.drop(kept)
+            raise
+        lane.keep(kept)
+        return result
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Driver]:

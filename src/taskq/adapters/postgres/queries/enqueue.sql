@@ -65,6 +65,29 @@ SELECT (SELECT g.open FROM gate g) AS open,
        ARRAY(SELECT i.id FROM ins i) AS ids,
        (SELECT count(*) FROM woken) AS woken
 
+-- name: reserve_job_ids
+-- The bulk COPY path's ids (from the jobs' own sequence, ascending in input order) and its clock, or none when a stored max_pending applies (the caller then takes the locked path).
+WITH gate AS MATERIALIZED (
+    SELECT NOT EXISTS (
+        SELECT 1 FROM {schema}.actor_config ac
+        WHERE ac.actor = ANY (:limit_actors::text[]) AND ac.max_pending IS NOT NULL
+    ) AS open
+),
+seq AS MATERIALIZED (
+    SELECT pg_get_serial_sequence(:jobs_table::text, 'id')::regclass AS seq
+)
+SELECT (SELECT g.open FROM gate g) AS open,
+       coalesce(:now::timestamptz, now()) AS now,
+       ARRAY(
+           SELECT nextval(s.seq)
+           FROM seq s CROSS JOIN generate_series(1, :count::integer) AS n
+           WHERE (SELECT g.open FROM gate g)
+       ) AS ids
+
+-- name: wake_queue
+-- The one wake-up of a COPY-written batch, sent after the rows are in (inside a caller's transaction it is delivered when that commits).
+SELECT pg_notify(:channel::text, :wake_queue::text) AS woken
+
 -- name: insert_job
 -- One job without keys (the common single enqueue): plain typed parameters, no arrays to expand; inserts nothing when a stored max_pending applies (the caller then takes the locked path).
 WITH req AS MATERIALIZED (

@@ -1,0 +1,98 @@
+"""A pooled connection kept across back-to-back statements: the pool's hops, paid once.
+
+A pool acquire plus release costs about as much client time as the rest of a
+single enqueue (asyncpg's release alone is a shielded task: two extra event
+loop turns). Code that runs statement after statement (``enqueue`` in a loop,
+a handle polling) keeps one connection in a :class:`Lane` instead, and hands
+it back to the pool as soon as the event loop gets a turn in which nobody used
+it. One caller at a time: while the lane is busy, others use the pool as before.
+
+Only for statements that are their own transaction (autocommit): nothing
+outlives a statement on the kept connection, so whoever comes next finds it
+as the pool would have handed it over.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Generic, TypeVar
+
+C = TypeVar("C")
+
+_log = logging.getLogger(__name__)
+
+
+class Lane(Generic[C]):
+    """At most one kept connection; ``release`` gives it back to its pool."""
+
+    def __init__(self, release: Callable[[C], Awaitable[None]]) -> None:
+        self._release = release
+        self._conn: C | None = None
+        self._busy = False
+        self._hand_back: asyncio.Handle | None = None
+        self._releasing: set[asyncio.Task[None]] = set()
+
+    @property
+    def busy(self) -> bool:
+        return self._busy
+
+    def take(self) -> C | None:
+        """The kept connection, now busy; ``None`` when there is none or it is in use.
+
+        After ``take`` (or :meth:`adopt`) the caller must call :meth:`keep` or
+        :meth:`drop`.
+        """
+        if self._busy or self._conn is None:
+            return None
+        self._busy = True
+        if self._hand_back is not None:
+            self._hand_back.cancel()
+            self._hand_back = None
+        return self._conn
+
+    def adopt(self) -> bool:
+        """Reserve the lane for a connection the caller is about to acquire; False if busy."""
+        if self._busy:
+            return False
+        self._busy = True
+        return True
+
+    def keep(self, conn: C) -> None:
+        """The statement on ``conn`` finished cleanly: keep it until the loop goes idle."""
+        self._conn = conn
+        self._busy = False
+        if self._hand_back is None:
+            self._hand_back = asyncio.get_running_loop().call_soon(self._give_back)
+
+    async def drop(self, conn: C | None) -> None:
+        """The statement failed (or never got a connection): give ``conn`` back now.
+
+        A failure to give it back is swallowed: the caller's own error is what matters.
+        """
+        self._conn = None
+        self._busy = False
+        if self._hand_back is not None:
+            self._hand_back.cancel()
+            self._hand_back = None
+        if conn is not None:
+            await self._release_quietly(conn)
+
+    def _give_back(self) -> None:
+        self._hand_back = None
+        conn, self._conn = self._conn, None
+        if conn is None or self._busy:
+            return
+        task = asyncio.get_running_loop().create_task(self._release_quietly(conn))
+        self._releasing.add(task)
+        task.add_done_callback(self._releasing.discard)
+
+    async def _release_quietly(self, conn: C) -> None:
+        try:
+            await self._release(conn)
+        except Exception:  # the pool closed or the connection broke: it is gone either way
+            _log.debug("could not hand a kept connection back to its pool", exc_info=True)
+
+
+__all__ = ["Lane"]

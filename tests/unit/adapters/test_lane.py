@@ -1,0 +1,44 @@
+"""Lane: one kept connection for back-to-back statements, handed back when the loop goes idle."""
+
+from __future__ import annotations
+
+import asyncio
+
+from taskq.adapters.postgres.lane import Lane
+
+
+async def test_back_to_back_use_keeps_one_connection_then_hands_it_back() -> None:
+    """A connection kept after a statement is reused at once, and released on an idle turn."""
+    released: list[str] = []
+
+    async def release(conn: str) -> None:
+        released.append(conn)
+
+    lane: Lane[str] = Lane(release)
+    assert lane.take() is None
+    assert lane.adopt()
+    lane.keep("c1")
+    assert lane.take() == "c1"  # no loop turn in between: still kept
+    assert lane.busy
+    assert not lane.adopt()
+    lane.keep("c1")
+    await asyncio.sleep(0)  # the idle turn schedules the hand-back
+    await asyncio.sleep(0)
+    assert released == ["c1"]
+    assert lane.take() is None
+
+
+async def test_a_failed_statement_gives_the_connection_back_now() -> None:
+    """drop releases at once, swallowing a release failure, and frees the lane."""
+    released: list[str] = []
+
+    async def release(conn: str) -> None:
+        released.append(conn)
+        raise RuntimeError("pool closed")
+
+    lane: Lane[str] = Lane(release)
+    assert lane.adopt()
+    await lane.drop("c1")
+    assert released == ["c1"]
+    assert not lane.busy
+    assert lane.take() is None
