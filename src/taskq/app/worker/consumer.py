@@ -287,21 +287,31 @@ class Dispatcher:
         )
         started_ago = self.marks.started_ago(active)
         state.active.remove(job.id)
-        self.marks.ended(active)
         if active.abandon_queued or (
             isinstance(decision, Cancel)
             and consumer_skips_mark_cancelled(state.cancel_controller.phase_of(job.id))
         ):
+            self.marks.ended(active)
             return None  # the abandonment owns the terminal write
         active.finishing = True
+        # The job stays with the start marks until its write is answered: its row is
+        # still running until then, and a drain must not take it for an unstarted one.
         if isinstance(decision, Complete | Fail | Cancel):
             write = self.completer.submit(_finish_of(active, decision, started_ago))
             state.writes_in_flight += 1
             what = type(decision).__name__
-            write.add_done_callback(lambda done: self._written(job, what, done))
+
+            def written(done: asyncio.Future[bool]) -> None:
+                self.marks.ended(active)
+                self._written(job, what, done)
+
+            write.add_done_callback(written)
             return write
-        reschedule = self._reschedule(active, decision, interrupted, started_ago)
-        await self._guarded_write(job, type(decision).__name__, reschedule)
+        try:
+            reschedule = self._reschedule(active, decision, interrupted, started_ago)
+            await self._guarded_write(job, type(decision).__name__, reschedule)
+        finally:
+            self.marks.ended(active)
         return None
 
     def _written(self, job: ClaimedJob, what: str, done: asyncio.Future[bool]) -> None:

@@ -1,0 +1,184 @@
+"""Start marks in a whole worker (memory adapter, fake clock).
+
+A job that ends before ``START_MARK_DELAY`` gets no start mark of its own;
+its terminal write records when it began. A longer job is marked a moment
+after it began, with ``started_at`` still its real start. A mark that finds
+the lease gone asks the job to stop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+from tests.unit.app.worker.harness import WorkerRun, events_named, fields, job
+
+from taskq.adapters.memory import FakeClock, MemoryBackend, MemoryQueueStore
+from taskq.app.actors import actor
+from taskq.app.context import JobContext
+from taskq.app.worker import events
+from taskq.app.worker.start_marks import START_MARK_DELAY
+from taskq.domain.job import Lease
+from taskq.domain.status import JobStatus
+
+
+class Run(BaseModel):
+    n: int
+    seconds: float = 0.0
+
+
+#: The fake clock the actors sleep on (set per test) and when each job began.
+CLOCK: FakeClock | None = None
+BEGAN: dict[int, datetime] = {}
+SAW_CANCEL: list[bool] = []
+RELEASE = asyncio.Event()
+
+
+@pytest.fixture(autouse=True)
+def _reset(clock: FakeClock) -> None:
+    global CLOCK, RELEASE
+    CLOCK = clock
+    RELEASE = asyncio.Event()
+    BEGAN.clear()
+    SAW_CANCEL.clear()
+
+
+@actor
+async def timed(payload: Run) -> int:
+    """Runs ``seconds`` of fake time (0: only yields to the loop)."""
+    assert CLOCK is not None
+    BEGAN[payload.n] = CLOCK.now()
+    await CLOCK.sleep(payload.seconds)
+    return payload.n
+
+
+@actor
+async def watcher(payload: Run, ctx: JobContext[Run]) -> None:
+    """Runs until asked to stop."""
+    assert CLOCK is not None
+    BEGAN[payload.n] = CLOCK.now()
+    await ctx.cancel_event.wait()
+    SAW_CANCEL.append(ctx.cancelled)
+
+
+REGISTRY = {"timed": timed, "watcher": watcher}
+
+
+class MarkCounter:
+    """The memory store, recording each mark_started call's leases."""
+
+    def __init__(self, inner: MemoryQueueStore) -> None:
+        self._inner = inner
+        self.marked: list[list[Lease]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def mark_started(self, leases: Sequence[Lease], **kwargs: Any) -> list[Lease]:
+        self.marked.append(list(leases))
+        return await self._inner.mark_started(leases, **kwargs)
+
+    def marked_jobs(self) -> list[int]:
+        return [lease.job_id for batch in self.marked for lease in batch]
+
+
+async def test_quick_jobs_get_no_mark_and_record_when_they_began(
+    backend: MemoryBackend, clock: FakeClock, client: MemoryQueueStore
+) -> None:
+    """Jobs ending before the delay: no mark_started at all, started_at = when they began,
+    not when their terminal write landed."""
+    quick = 0.1
+    assert quick < START_MARK_DELAY
+    store = MarkCounter(backend.store())
+    instant = (await client.enqueue(timed.new_job({"n": 1}, now=clock.now()))).job_id
+    short = (
+        await client.enqueue(timed.new_job({"n": 2, "seconds": quick}, now=clock.now()))
+    ).job_id
+    run = WorkerRun(backend, clock, REGISTRY, store=store)
+    await run.start()
+    await run.advance(1)
+
+    for n, job_id in ((1, instant), (2, short)):
+        stored = await job(client, job_id)
+        assert stored.status is JobStatus.SUCCEEDED
+        assert stored.started_at == BEGAN[n]
+    finished = (await job(client, short)).finished_at
+    assert finished == BEGAN[2] + timedelta(seconds=quick)  # the write came later
+    assert store.marked == []
+    assert await run.stop() == 0
+
+
+async def test_a_long_job_is_marked_once_with_its_real_start(
+    backend: MemoryBackend, clock: FakeClock, client: MemoryQueueStore
+) -> None:
+    """A 5 s job gets one start mark; started_at is when it began, finished_at 5 s later."""
+    store = MarkCounter(backend.store())
+    job_id = (await client.enqueue(timed.new_job({"n": 1, "seconds": 5.0}, now=clock.now()))).job_id
+    run = WorkerRun(backend, clock, REGISTRY, store=store)
+    await run.start()
+    await run.advance(6)
+    stored = await job(client, job_id)
+    assert stored.status is JobStatus.SUCCEEDED
+    assert stored.started_at == BEGAN[1]
+    assert stored.finished_at == BEGAN[1] + timedelta(seconds=5)
+    assert store.marked_jobs() == [job_id]
+    assert await run.stop() == 0
+
+
+async def test_a_running_job_shows_its_start_a_moment_after_it_began(
+    backend: MemoryBackend, clock: FakeClock, client: MemoryQueueStore
+) -> None:
+    """Before the delay the row has no started_at; after it, status running and started_at
+    equal to when the job began (not when the mark was written), while it still runs."""
+    clock.advance(3)  # a start time that is not the clock's origin
+    job_id = (await client.enqueue(watcher.new_job({"n": 1}, now=clock.now()))).job_id
+    run = WorkerRun(backend, clock, REGISTRY)
+    await run.start()
+    began = BEGAN[1]
+
+    await run.advance(START_MARK_DELAY / 2)
+    early = await job(client, job_id)
+    assert early.status is JobStatus.RUNNING
+    assert early.started_at is None
+
+    await run.advance(START_MARK_DELAY)
+    marked = await job(client, job_id)
+    assert marked.status is JobStatus.RUNNING
+    assert marked.started_at == began
+    assert marked.finished_at is None
+    assert await run.stop() == 0
+
+
+async def test_a_mark_that_finds_the_lease_gone_asks_the_job_to_stop(
+    backend: MemoryBackend,
+    clock: FakeClock,
+    client: MemoryQueueStore,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The job was reclaimed before its mark: the mark reports the lease lost, the job's
+    cancel_event is set and job-lease-lost is logged with write="start"."""
+    job_id = (await client.enqueue(watcher.new_job({"n": 1}, now=clock.now()))).job_id
+    run = WorkerRun(backend, clock, REGISTRY)
+    await run.start()
+    assert BEGAN.keys() == {1}
+    token = (await job(client, job_id)).fencing_token
+    # The lease runs out before the mark (a stalled worker) and the sweep re-pends the job.
+    backend.jobs[job_id].lock_expires_at = clock.now() - timedelta(seconds=1)
+    assert (await client.reclaim_expired()).repended == (job_id,)
+    run.state.producer_stop.set()  # keep this worker from claiming it again
+    assert SAW_CANCEL == []
+
+    await run.advance(START_MARK_DELAY)
+    assert SAW_CANCEL == [True]
+    [lost, *later] = events_named(caplog, events.JOB_LEASE_LOST)
+    assert fields(lost) == {"job_id": job_id, "fencing_token": token, "write": "start"}
+    assert lost.levelno == logging.WARNING
+    assert all(fields(r)["write"] != "start" for r in later)  # one start report only
+    after = await job(client, job_id)
+    assert after.status is JobStatus.PENDING  # the sweep's, not overwritten
+    assert after.started_at is None
