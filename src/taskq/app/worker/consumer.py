@@ -82,6 +82,9 @@ _SHUTDOWN_MESSAGE: Final = "interrupted by worker shutdown; rescheduled without 
 
 #: Outstanding terminal writes per consumer slot before a consumer waits for its own.
 WRITE_BACKLOG_PER_SLOT: Final = 4
+#: Seconds before a failed terminal write is sent again; doubles up to WRITE_RETRY_MAX.
+WRITE_RETRY_FIRST: Final = 0.5
+WRITE_RETRY_MAX: Final = 10.0
 
 Completer = GroupCommit[Finish, bool]
 
@@ -102,6 +105,7 @@ class Dispatcher:
         self.completer = completer
         self.marks = marks
         self._backlog_limit = WRITE_BACKLOG_PER_SLOT * state.settings.max_concurrency
+        self._retries: set[asyncio.Task[None]] = set()
         limiter = state.ports.rate_limiter
         # Startup refuses actors with limits when there is no limiter (require_rate_limiter).
         self.limits = (
@@ -285,7 +289,8 @@ class Dispatcher:
             max_retry_backoff=state.settings.max_retry_backoff,
             rng=state.rng.uniform,
         )
-        started_ago = self.marks.started_ago(active)
+        # A job turned away before its actor ran (invalid payload, a limit) did not start.
+        started_ago = self.marks.started_ago(active) if active.task is not None else None
         state.active.remove(job.id)
         if active.abandon_queued or (
             isinstance(decision, Cancel)
@@ -297,16 +302,9 @@ class Dispatcher:
         # The job stays with the start marks until its write is answered: its row is
         # still running until then, and a drain must not take it for an unstarted one.
         if isinstance(decision, Complete | Fail | Cancel):
-            write = self.completer.submit(_finish_of(active, decision, started_ago))
             state.writes_in_flight += 1
-            what = type(decision).__name__
-
-            def written(done: asyncio.Future[bool]) -> None:
-                self.marks.ended(active)
-                self._written(job, what, done)
-
-            write.add_done_callback(written)
-            return write
+            finish = _finish_of(active, decision, started_ago)
+            return self._submit(active, finish, type(decision).__name__, 0)
         try:
             reschedule = self._reschedule(active, decision, interrupted, started_ago)
             await self._guarded_write(job, type(decision).__name__, reschedule)
@@ -314,9 +312,45 @@ class Dispatcher:
             self.marks.ended(active)
         return None
 
-    def _written(self, job: ClaimedJob, what: str, done: asyncio.Future[bool]) -> None:
-        """A batched terminal write was answered: count it, or say why it did not land."""
-        state = self.state
+    def _submit(
+        self, active: ActiveJob, finish: Finish, what: str, retries: int
+    ) -> asyncio.Future[bool]:
+        """Queue ``finish`` for the next batched write; ``_written`` handles the answer."""
+        write = self.completer.submit(finish)
+        write.add_done_callback(partial(self._written, active, finish, what, retries))
+        return write
+
+    def _written(
+        self,
+        active: ActiveJob,
+        finish: Finish,
+        what: str,
+        retries: int,
+        done: asyncio.Future[bool],
+    ) -> None:
+        """A batched terminal write was answered: count it, retry it, or say why it did not land."""
+        state, job = self.state, active.job
+        if (
+            not done.cancelled()
+            and isinstance(done.exception(), TaskQError)
+            and not state.shutdown_event.is_set()
+        ):
+            # The database failed, not the job: the outcome is kept and written again
+            # (the heartbeat keeps the lease meanwhile); a lost lease ends the retries.
+            delay = min(WRITE_RETRY_FIRST * 2**retries, WRITE_RETRY_MAX)
+            events.emit(
+                events.JOB_WRITE_FAILED,
+                logging.ERROR,
+                job_id=job.id,
+                write=what,
+                error=str(done.exception()),
+                retry_in=delay,
+            )
+            task = asyncio.create_task(self._retry(active, finish, what, retries + 1, delay))
+            self._retries.add(task)
+            task.add_done_callback(self._retries.discard)
+            return
+        self.marks.ended(active)
         state.writes_in_flight -= 1
         if done.cancelled():
             events.emit(
@@ -329,7 +363,7 @@ class Dispatcher:
             return
         exc = done.exception()
         if exc is not None:
-            # Not retried: the lease expires and the leader's sweep reclaims the job.
+            # A bug, or the worker is stopping: the lease expires and the sweep reclaims it.
             events.emit(
                 events.JOB_WRITE_FAILED,
                 logging.ERROR,
@@ -348,6 +382,24 @@ class Dispatcher:
         elif what == "Fail":
             state.drain_failures += 1
 
+    async def _retry(
+        self, active: ActiveJob, finish: Finish, what: str, retries: int, delay: float
+    ) -> None:
+        try:
+            await self.state.clock.sleep(delay)
+        except asyncio.CancelledError:
+            # The worker stopped first: the job is left to its lease and the sweep.
+            self.marks.ended(active)
+            self.state.writes_in_flight -= 1
+            raise
+        self._submit(active, finish, what, retries)
+
+    async def close(self) -> None:
+        """Stop pending write retries (their jobs are left to their leases)."""
+        for task in list(self._retries):
+            task.cancel()
+        await asyncio.gather(*self._retries, return_exceptions=True)
+
     @staticmethod
     async def _settle(write: asyncio.Future[bool]) -> None:
         """Wait for a batched write to be answered (its outcome is logged by ``_written``)."""
@@ -359,7 +411,7 @@ class Dispatcher:
         active: ActiveJob,
         decision: Retry | SnoozeUntil,
         interrupted: bool,
-        started_ago: timedelta,
+        started_ago: timedelta | None,
     ) -> None:
         job = active.job
         if isinstance(decision, SnoozeUntil):
@@ -446,7 +498,7 @@ def _settle_once(settled: asyncio.Future[None], _: object) -> None:
 
 
 def _finish_of(
-    active: ActiveJob, decision: Complete | Fail | Cancel, started_ago: timedelta
+    active: ActiveJob, decision: Complete | Fail | Cancel, started_ago: timedelta | None
 ) -> Finish:
     """The terminal write ``decision`` asks for."""
     job, ref = active.job, active.ref

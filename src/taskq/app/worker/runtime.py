@@ -207,6 +207,7 @@ class Worker:
                         self._guard(name, body), name=f"taskq-{name}"
                     )
         finally:
+            await dispatcher.close()
             helpers[0].cancel()  # marks only matter while jobs run
             await asyncio.gather(helpers[0], return_exceptions=True)
             await completer.close(helpers[1])

@@ -117,8 +117,10 @@ async def open_dispatcher(state: WorkerState) -> AsyncIterator[Dispatcher]:
     runners = [asyncio.create_task(marks.run()), asyncio.create_task(completer.run())]
     async with Dependencies().open_worker_scopes() as scopes:
         try:
-            yield Dispatcher(state, scopes, completer=completer, marks=marks)
+            dispatcher = Dispatcher(state, scopes, completer=completer, marks=marks)
+            yield dispatcher
         finally:
+            await dispatcher.close()
             runners[0].cancel()
             await asyncio.gather(runners[0], return_exceptions=True)
             await completer.close(runners[1])

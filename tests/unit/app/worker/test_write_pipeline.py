@@ -149,20 +149,21 @@ async def test_until_idle_waits_for_writes_in_flight(
     assert await run.finish(within=5) == ExitCode.UNTIL_IDLE_FAILURES
 
 
-async def test_a_failed_terminal_write_is_logged(
+async def test_a_failed_terminal_write_is_logged_and_retried(
     backend: MemoryBackend,
     clock: FakeClock,
     client: MemoryQueueStore,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """finish_many raising: job-write-failed (ERROR) names the job, the write and the
-    error; the row keeps its lease (nothing was written) and the consumer goes on."""
+    """finish_many raising: job-write-failed (ERROR) names the job, the write, the error
+    and the retry delay; the row keeps its lease meanwhile and the consumer goes on; the
+    retry writes the outcome the job had (it does not run again)."""
     [job_id, other] = await enqueue(client, clock, count, 1, 2)
     store = GatedFinish(backend.store(), failures=1)
     store.gate.set()
     run = WorkerRun(backend, clock, REGISTRY, make_settings(max_concurrency=1), store=store)
     await run.start()
-    await run.advance(1)
+    await run.advance(0.1)
 
     [failed] = events_named(caplog, events.JOB_WRITE_FAILED)
     assert failed.levelname == "ERROR"
@@ -170,39 +171,18 @@ async def test_a_failed_terminal_write_is_logged(
         "job_id": job_id,
         "write": "Complete",
         "error": "finish_many: connection reset",
+        "retry_in": 0.5,
     }
-    stuck = await job(client, job_id)
-    assert (stuck.status, stuck.locked_by) == (JobStatus.RUNNING, run.worker.worker_id)
+    waiting = await job(client, job_id)
+    assert (waiting.status, waiting.locked_by) == (JobStatus.RUNNING, run.worker.worker_id)
     assert (await job(client, other)).status is JobStatus.SUCCEEDED
+    assert run.state.writes_in_flight == 1
+
+    await run.advance(1)
+    assert (await job(client, job_id)).status is JobStatus.SUCCEEDED
+    assert Counter({1: 1, 2: 1}) == RUNS
     assert run.state.writes_in_flight == 0
     await run.stop()
-
-
-@pytest.mark.xfail(
-    reason="bug: the heartbeat extends the lease of every running row the worker owns, "
-    "so a job whose terminal write failed is never reclaimed while the worker lives",
-    strict=True,
-)
-async def test_a_job_whose_terminal_write_failed_is_reclaimed_by_the_sweep(
-    backend: MemoryBackend, clock: FakeClock, client: MemoryQueueStore
-) -> None:
-    """The consumer gave the job up to its lease ("the leader's sweep reclaims the job"):
-    after the lease and a sweep it runs again and succeeds, while the worker keeps running."""
-    [job_id] = await enqueue(client, clock, count, 1)
-    store = GatedFinish(backend.store(), failures=1)
-    store.gate.set()
-    settings = make_settings(lock_lease=60.0)
-    run = WorkerRun(backend, clock, REGISTRY, settings, store=store)
-    await run.start()
-    await run.advance(1)
-    assert (await job(client, job_id)).status is JobStatus.RUNNING
-    await run.advance(60 + 30 + 30)  # the lease, then at least one full sweep interval
-    try:
-        done = await job(client, job_id)
-        assert done.status is JobStatus.SUCCEEDED
-        assert Counter({1: 2}) == RUNS
-    finally:
-        await run.stop()
 
 
 async def test_a_drain_during_an_outstanding_write_does_not_repend_that_job(
