@@ -22,8 +22,9 @@ async def test_back_to_back_use_keeps_one_connection_then_hands_it_back() -> Non
     assert lane.busy
     assert not lane.adopt()
     lane.keep("c1")
-    await asyncio.sleep(0)  # the idle turn schedules the hand-back
+    await asyncio.sleep(0)  # the idle turn hands it back (after this task's step)
     await asyncio.sleep(0)
+    await asyncio.sleep(0)  # the release task it started has run
     assert released == ["c1"]
     assert lane.take() is None
 

@@ -12,6 +12,7 @@ import itertools
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
+from operator import itemgetter
 from typing import Any, Final, TypeAlias
 
 import asyncpg
@@ -43,28 +44,56 @@ def render_store_queries(schema: Schema) -> Mapping[str, AsyncpgQuery]:
     return {name: query.for_asyncpg(schema) for name, query in store_queries().items()}
 
 
+def translation(exc: BaseException) -> BaseException | None:
+    """The domain error or driver signal for an asyncpg or socket error; None: let it go on."""
+    if isinstance(exc, asyncpg.PostgresError):
+        constraint = getattr(exc, "constraint_name", None)
+        return sqlstate_error(exc.sqlstate, error_reason(exc), constraint)
+    if isinstance(exc, asyncpg.exceptions.DataError):
+        return None  # a parameter asyncpg could not encode: already a ValueError
+    if isinstance(exc, asyncpg.InterfaceError | OSError | TimeoutError):
+        return StoreUnavailable(f"lost the Postgres connection: {error_reason(exc)}")
+    return None
+
+
 @contextmanager
 def translated() -> Iterator[None]:
     """Translate asyncpg and socket errors into domain errors and the driver signals."""
     try:
         yield
-    except asyncpg.PostgresError as exc:
-        constraint = getattr(exc, "constraint_name", None)
-        error = sqlstate_error(exc.sqlstate, error_reason(exc), constraint)
-        if error is not None:
-            raise error from exc
-        raise
-    except asyncpg.exceptions.DataError:
-        raise  # a parameter asyncpg could not encode: already a ValueError
-    except (asyncpg.InterfaceError, OSError, TimeoutError) as exc:
-        raise StoreUnavailable(f"lost the Postgres connection: {error_reason(exc)}") from exc
+    except Exception as exc:
+        error = translation(exc)
+        if error is None:
+            raise
+        raise error from exc
+
+
+#: Per query text: the positional arguments from its keyword parameters in one C call.
+#: Bounded (each schema renders its own texts): cleared when it grows past this.
+_binders: dict[str, Callable[[Mapping[str, object]], tuple[object, ...]]] = {}
+_MAX_BINDERS: Final = 4096
+
+
+def _binder(q: AsyncpgQuery) -> Callable[[Mapping[str, object]], tuple[object, ...]]:
+    if len(q.params) >= 2:
+        getter: Callable[[Mapping[str, object]], Any] = itemgetter(*q.params)
+    elif q.params:
+        (name,) = q.params
+        getter = lambda values: (values[name],)  # noqa: E731
+    else:
+        getter = lambda values: ()  # noqa: E731
+    if len(_binders) >= _MAX_BINDERS:
+        _binders.clear()
+    _binders[q.sql] = getter
+    return getter
 
 
 def _args(q: AsyncpgQuery, params: Mapping[str, object]) -> tuple[object, ...]:
     """The positional arguments of ``q``; the checked bind only when the names differ."""
     if len(params) == len(q.params):
+        bind = _binders.get(q.sql) or _binder(q)
         try:
-            return tuple([params[p] for p in q.params])
+            return bind(params)
         except KeyError:
             pass
     return q.bind(params)
@@ -171,7 +200,21 @@ class AsyncpgPoolDriver(_Statements):
         await pool.release(conn)
 
     async def _call(self, method: str, sql: str, args: tuple[object, ...]) -> Any:
-        return await self._on_connection(lambda conn: getattr(conn, method)(sql, *args))
+        lane = self._lane
+        kept = lane.take()
+        if kept is None:
+            return await self._on_connection(lambda conn: getattr(conn, method)(sql, *args))
+        # Back-to-back statements: _on_connection's kept-connection path, inlined.
+        try:
+            result = await getattr(kept[1], method)(sql, *args)
+        except BaseException as exc:
+            await lane.drop(kept)
+            error = translation(exc) if isinstance(exc, Exception) else None
+            if error is None:
+                raise
+            raise error from exc
+        lane.keep(kept)
+        return result
 
     async def copy_in(self, schema: str, table: str, columns: Sequence[str], data: bytes) -> None:
         await self._on_connection(lambda conn: _copy_in(conn, schema, table, columns, data))

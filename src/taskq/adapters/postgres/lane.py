@@ -31,7 +31,7 @@ class Lane(Generic[C]):
         self._release = release
         self._conn: C | None = None
         self._busy = False
-        self._hand_back: asyncio.Handle | None = None
+        self._hand_back: asyncio.TimerHandle | None = None
         self._releasing: set[asyncio.Task[None]] = set()
 
     @property
@@ -64,7 +64,11 @@ class Lane(Generic[C]):
         self._conn = conn
         self._busy = False
         if self._hand_back is None:
-            self._hand_back = asyncio.get_running_loop().call_soon(self._give_back)
+            # A due timer, not call_soon: run on the next turn all the same, but when the
+            # next statement takes the connection first (back-to-back use) the cancelled
+            # timer is dropped before the loop polls, where a cancelled ready callback
+            # would cost a whole extra turn (a zero-timeout poll) per statement.
+            self._hand_back = asyncio.get_running_loop().call_later(0, self._give_back)
 
     async def drop(self, conn: C | None) -> None:
         """The statement failed (or never got a connection): give ``conn`` back now.

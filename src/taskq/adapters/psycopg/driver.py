@@ -45,32 +45,50 @@ def render_store_queries(schema: Schema) -> Mapping[str, PsycopgQuery]:
     return {name: query.for_psycopg(schema) for name, query in store_queries().items()}
 
 
+def translation(exc: BaseException) -> BaseException | None:
+    """The domain error or driver signal for a psycopg or socket error; None: let it go on."""
+    if isinstance(exc, psycopg.Error):
+        state = exc.sqlstate
+        reason = error_reason(exc)
+        error = sqlstate_error(state, reason, exc.diag.constraint_name)
+        if error is not None:
+            return error
+        if state is None and isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
+            # No SQLSTATE: the connection or the pool failed, not a statement.
+            return StoreUnavailable(f"lost the Postgres connection: {reason}")
+        return None
+    if isinstance(exc, OSError):
+        return StoreUnavailable(f"lost the Postgres connection: {error_reason(exc)}")
+    return None
+
+
 @contextmanager
 def translated() -> Iterator[None]:
     """Translate psycopg and socket errors into domain errors and the driver signals."""
     try:
         yield
-    except psycopg.Error as exc:
-        state = exc.sqlstate
-        reason = error_reason(exc)
-        error = sqlstate_error(state, reason, exc.diag.constraint_name)
-        if error is not None:
-            raise error from exc
-        if state is None and isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
-            # No SQLSTATE: the connection or the pool failed, not a statement.
-            raise StoreUnavailable(f"lost the Postgres connection: {reason}") from exc
-        raise
-    except OSError as exc:
-        raise StoreUnavailable(f"lost the Postgres connection: {error_reason(exc)}") from exc
+    except Exception as exc:
+        error = translation(exc)
+        if error is None:
+            raise
+        raise error from exc
+
+
+#: Per query text: its parameter names as a set. Bounded (each schema renders its
+#: own texts): cleared when it grows past this.
+_names: dict[str, frozenset[str]] = {}
+_MAX_NAMES: Final = 4096
 
 
 def _args(q: PsycopgQuery, params: Mapping[str, object]) -> Mapping[str, object]:
-    """The parameters of ``q``; the checked bind only when the names differ."""
-    if len(params) == len(q.params):
-        try:
-            return {p: params[p] for p in q.params}
-        except KeyError:
-            pass
+    """The parameters of ``q`` (``params`` itself when the names match); else the checked bind."""
+    names = _names.get(q.sql)
+    if names is None:
+        if len(_names) >= _MAX_NAMES:
+            _names.clear()
+        names = _names[q.sql] = frozenset(q.params)
+    if params.keys() == names:
+        return params
     return q.bind(params)
 
 
@@ -185,9 +203,24 @@ class PsycopgPoolDriver(_Statements):
     async def _run(self, query: str, params: Mapping[str, object]) -> list[dict[str, Any]]:
         q = self._queries[query]
         args = _args(q, params)
-        rows: list[dict[str, Any]] = await self._on_connection(
-            lambda conn: _rows(conn, q.sql, args)
-        )
+        lane = self._lane
+        kept = lane.take()
+        if kept is None:
+            rows: list[dict[str, Any]] = await self._on_connection(
+                lambda conn: _rows(conn, q.sql, args)
+            )
+            return rows
+        # Back-to-back statements: _on_connection's kept-connection path, inlined (only
+        # an autocommit connection is ever kept).
+        try:
+            rows = await _rows(kept[1], q.sql, args)
+        except BaseException as exc:
+            await lane.drop(kept)
+            error = translation(exc) if isinstance(exc, Exception) else None
+            if error is None:
+                raise
+            raise error from exc
+        lane.keep(kept)
         return rows
 
     async def copy_in(self, schema: str, table: str, columns: Sequence[str], data: bytes) -> None:

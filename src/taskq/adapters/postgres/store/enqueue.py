@@ -78,6 +78,16 @@ def _is_keyed(job: NewJob) -> bool:
     return job.identity_key is not None or job.idempotency_key is not None
 
 
+def _is_plain(job: NewJob) -> bool:
+    """No keys and no max_pending literal: ``insert_job`` can write it alone."""
+    return job.identity_key is None and job.idempotency_key is None and job.max_pending is None
+
+
+def _untimed(job: NewJob) -> bool:
+    """Neither timestamp set: nothing for :func:`_present_columns` to check."""
+    return job.scheduled_at is None and job.schedule_to_close is None
+
+
 def _present_columns(jobs: Sequence[NewJob]) -> frozenset[str]:
     """The optional columns some job sets (the others travel as NULL); checks timestamps.
 
@@ -182,7 +192,8 @@ class Enqueuer:
         """Apply the JobEnqueuer rules to ``jobs`` in input order, all or nothing."""
         check_aware(now)
         batch = list(jobs)
-        _present_columns(batch)  # validates every timestamp first
+        if len(batch) != 1 or not _untimed(batch[0]):
+            _present_columns(batch)  # validates every timestamp first
         if not batch:
             return []
         # JSON values are encoded (and so checked) by each path before it writes anything.
@@ -215,12 +226,12 @@ class Enqueuer:
     async def _attempt(
         self, driver: Driver, batch: list[NewJob], now: datetime | None
     ) -> list[EnqueueResult] | _Miss:
-        if not any(j.max_pending is not None for j in batch):
-            if len(batch) == 1 and not _is_keyed(batch[0]):
-                one = await self._insert_one(driver, batch[0], now)
-                if isinstance(one, EnqueueResult):
-                    return [one]
-            elif not any(_is_keyed(j) for j in batch):
+        if len(batch) == 1 and _is_plain(batch[0]):  # the usual single enqueue, checked first
+            one = await self._insert_one(driver, batch[0], now)
+            if isinstance(one, EnqueueResult):
+                return [one]
+        elif not any(j.max_pending is not None for j in batch):
+            if not any(_is_keyed(j) for j in batch):  # a batch: a single one is plain (above)
                 if len(batch) >= COPY_MIN_JOBS:
                     ids = await self._copy(driver, batch, now)
                 else:
