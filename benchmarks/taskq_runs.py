@@ -59,14 +59,20 @@ class PlanResult:
     finished_rows: int
     custom_plan: str
     generic_plan: str
+    #: The heartbeat's custom and generic plans: a worker's running jobs by jobs_running_idx.
+    heartbeat_plans: tuple[str, ...] = ()
 
     @staticmethod
-    def _uses_index(plan: str) -> bool:
-        return "jobs_dispatch_idx" in plan and not _JOBS_SEQ_SCAN.search(plan)
+    def _uses_index(plan: str, index: str = "jobs_dispatch_idx") -> bool:
+        return index in plan and not _JOBS_SEQ_SCAN.search(plan)
 
     @property
     def ok(self) -> bool:
-        return self._uses_index(self.custom_plan) and self._uses_index(self.generic_plan)
+        return (
+            self._uses_index(self.custom_plan)
+            and self._uses_index(self.generic_plan)
+            and all(self._uses_index(p, "jobs_running_idx") for p in self.heartbeat_plans)
+        )
 
 
 def _payloads(start: int, count: int) -> list[dict[str, int]]:
@@ -261,13 +267,15 @@ _CLAIM_LITERALS: Final = {
     "limit": "16",
     "worker_id": "'plan-check'",
     "lease": "interval '60 seconds'",
+    "is_leader": "false",
 }
 
 
 async def plan_check(dsn: str, schema: str, pending: int = 1_000) -> PlanResult:
     """EXPLAIN the worker's claim after ANALYZE: custom and generic plan.
 
-    A worker on one queue runs ``claim_fifo_one``, the statement checked here.
+    A worker on one queue runs ``claim_fifo_one``, the statement checked here;
+    the heartbeat is checked too (the drain left dead running-index entries).
 
     The drained table holds many finished rows; ``pending`` more jobs are
     enqueued so the claim has something to find. The statement is prepared
@@ -280,6 +288,10 @@ async def plan_check(dsn: str, schema: str, pending: int = 1_000) -> PlanResult:
     execute = "EXECUTE taskq_claim({})".format(
         ", ".join(_CLAIM_LITERALS[name] for name in query.params)
     )
+    beat = asyncpg_queries("workers", Schema(schema))["heartbeat"]
+    execute_beat = "EXECUTE taskq_heartbeat({})".format(
+        ", ".join(_CLAIM_LITERALS[name] for name in beat.params)
+    )
     conn = await asyncpg.connect(dsn)
     try:
         finished = await conn.fetchval(
@@ -287,11 +299,14 @@ async def plan_check(dsn: str, schema: str, pending: int = 1_000) -> PlanResult:
         )
         await conn.execute(f'ANALYZE "{schema}".jobs')
         await conn.execute(f"PREPARE taskq_claim AS {query.sql}")
-        plans = []
+        await conn.execute(f"PREPARE taskq_heartbeat AS {beat.sql}")
+        plans, beats = [], []
         for mode in ("force_custom_plan", "force_generic_plan"):
             await conn.execute(f"SET plan_cache_mode = {mode}")
             rows = await conn.fetch(f"EXPLAIN {execute}")
             plans.append("\n".join(row[0] for row in rows))
+            rows = await conn.fetch(f"EXPLAIN {execute_beat}")
+            beats.append("\n".join(row[0] for row in rows))
     finally:
         await conn.close()
-    return PlanResult(finished, plans[0], plans[1])
+    return PlanResult(finished, plans[0], plans[1], tuple(beats))

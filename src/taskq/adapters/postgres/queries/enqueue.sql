@@ -198,9 +198,14 @@ JOIN (SELECT DISTINCT k.actor, k.identity_key FROM keyed k
 WHERE j.status IN ('pending', 'scheduled', 'running')
 UNION ALL
 SELECT 'actor', a.actor, NULL, NULL,
+       -- One count per status: each reads the actor's range of a partial index
+       -- (jobs_dispatch_actor_idx, jobs_scheduled_actor_idx); no index covers both.
        CASE WHEN :count_waiting::boolean THEN (
-           SELECT count(*) FROM {schema}.jobs w
-           WHERE w.actor = a.actor AND w.status IN ('pending', 'scheduled')
+           SELECT count(*) FROM {schema}.jobs p
+           WHERE p.actor = a.actor AND p.status = 'pending'
+       ) + (
+           SELECT count(*) FROM {schema}.jobs s
+           WHERE s.actor = a.actor AND s.status = 'scheduled'
        ) END,
        ac.max_pending
 FROM unnest(:actors::text[]) AS a(actor)

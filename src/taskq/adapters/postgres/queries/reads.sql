@@ -21,8 +21,9 @@ WHERE a.job_id = :job_id::bigint
 ORDER BY a.id
 
 -- name: count_active
--- Every queue: index-only scans of the two partial indexes that cover exactly the active rows.
-SELECT (SELECT count(*) FROM {schema}.jobs w WHERE w.status IN ('pending', 'scheduled'))
+-- Every queue: one term per active status, so each is read through the partial index of that status.
+SELECT (SELECT count(*) FROM {schema}.jobs p WHERE p.status = 'pending')
+     + (SELECT count(*) FROM {schema}.jobs s WHERE s.status = 'scheduled')
      + (SELECT count(*) FROM {schema}.jobs r WHERE r.status = 'running') AS active
 
 -- name: count_active_in
@@ -46,12 +47,15 @@ SELECT r.queue, 'running', count(*)
 FROM {schema}.jobs r WHERE r.status = 'running' GROUP BY r.queue
 
 -- name: stranded_actors
--- Waiting jobs of actors no worker ever registered (no actor_config row).
-SELECT j.actor, count(*) AS waiting
-FROM {schema}.jobs j
-WHERE j.status IN ('pending', 'scheduled')
-  AND NOT EXISTS (SELECT 1 FROM {schema}.actor_config ac WHERE ac.actor = j.actor)
-GROUP BY j.actor
+-- Waiting jobs of actors no worker ever registered (no actor_config row); one arm per status, each read through its partial index.
+SELECT w.actor, count(*) AS waiting
+FROM (
+    SELECT p.actor FROM {schema}.jobs p WHERE p.status = 'pending'
+    UNION ALL
+    SELECT s.actor FROM {schema}.jobs s WHERE s.status = 'scheduled'
+) AS w
+WHERE NOT EXISTS (SELECT 1 FROM {schema}.actor_config ac WHERE ac.actor = w.actor)
+GROUP BY w.actor
 
 -- name: ping
 -- The cheapest statement that proves a pooled connection works.
