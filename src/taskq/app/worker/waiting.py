@@ -100,7 +100,11 @@ async def wait_event(clock: Clock, seconds: float | None, *events: asyncio.Event
     try:
         await first_done(*futures)
     finally:
-        await _cancel_all(tasks)
+        # Cancelled, not awaited: waiting for the timer's cancellation to land would
+        # cost the caller another turn of a busy loop (the producer waits here once
+        # per claim). The cancelled tasks finish on their own in the next turn.
+        for task in tasks:
+            task.cancel()
     return any(e.is_set() for e in events)
 
 
