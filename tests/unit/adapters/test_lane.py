@@ -43,3 +43,29 @@ async def test_a_failed_statement_gives_the_connection_back_now() -> None:
     assert released == ["c1"]
     assert not lane.busy
     assert lane.take() is None
+
+
+async def test_a_caller_that_waited_never_replaces_the_kept_connection() -> None:
+    """Found busy, the caller awaits its pool; if the holder kept its connection
+    meanwhile, adopting now would replace it and leak it: adopt refuses, and a keep of
+    a second connection sends that one straight back to its pool."""
+    released: list[str] = []
+
+    async def release(conn: str) -> None:
+        released.append(conn)
+
+    lane: Lane[str] = Lane(release)
+    assert lane.adopt()
+    lane.keep("c1")
+    assert lane.take() == "c1"  # the holder's next statement
+    assert lane.take() is None  # another caller finds it busy, goes to its pool...
+    lane.keep("c1")  # ...and meanwhile the holder is done
+    assert not lane.adopt()  # the waiting caller must not take over the lane
+    assert lane.take() == "c1"
+    lane.keep("c2")  # a second connection is never kept beside the first
+    await asyncio.sleep(0)
+    assert released == ["c2"]
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert released == ["c2", "c1"]  # the kept one goes back on an idle turn

@@ -53,16 +53,24 @@ class Lane(Generic[C]):
         return self._conn
 
     def adopt(self) -> bool:
-        """Reserve the lane for a connection the caller is about to acquire; False if busy."""
-        if self._busy:
+        """Reserve the lane for a connection the caller is about to acquire.
+
+        False when it is busy, or when it already keeps a connection (the caller
+        awaited something since its ``take``; adopting now would replace, and
+        leak, the kept one).
+        """
+        if self._busy or self._conn is not None:
             return False
         self._busy = True
         return True
 
     def keep(self, conn: C) -> None:
         """The statement on ``conn`` finished cleanly: keep it until the loop goes idle."""
-        self._conn = conn
         self._busy = False
+        if self._conn is not None and self._conn is not conn:
+            self._start_release(conn)  # never two: the extra one goes straight back
+        else:
+            self._conn = conn
         if self._hand_back is None:
             # A due timer, not call_soon: run on the next turn all the same, but when the
             # next statement takes the connection first (back-to-back use) the cancelled
@@ -85,9 +93,12 @@ class Lane(Generic[C]):
 
     def _give_back(self) -> None:
         self._hand_back = None
-        conn, self._conn = self._conn, None
-        if conn is None or self._busy:
+        if self._conn is None or self._busy:
             return
+        conn, self._conn = self._conn, None
+        self._start_release(conn)
+
+    def _start_release(self, conn: C) -> None:
         task = asyncio.get_running_loop().create_task(self._release_quietly(conn))
         self._releasing.add(task)
         task.add_done_callback(self._releasing.discard)
