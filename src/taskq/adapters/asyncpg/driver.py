@@ -204,17 +204,8 @@ class AsyncpgPoolDriver(_Statements):
         kept = lane.take()
         if kept is None:
             return await self._on_connection(lambda conn: getattr(conn, method)(sql, *args))
-        # Back-to-back statements: _on_connection's kept-connection path, inlined.
-        try:
-            result = await getattr(kept[1], method)(sql, *args)
-        except BaseException as exc:
-            await lane.drop(kept)
-            error = translation(exc) if isinstance(exc, Exception) else None
-            if error is None:
-                raise
-            raise error from exc
-        lane.keep(kept)
-        return result
+        # Back-to-back statements: _on_connection's kept-connection path, without its lambda.
+        return await lane.run(kept, getattr(kept[1], method)(sql, *args), translation)
 
     async def copy_in(self, schema: str, table: str, columns: Sequence[str], data: bytes) -> None:
         await self._on_connection(lambda conn: _copy_in(conn, schema, table, columns, data))
@@ -235,14 +226,7 @@ class AsyncpgPoolDriver(_Statements):
             except BaseException:
                 await lane.drop(None)
                 raise
-        try:
-            with translated():
-                result = await op(kept[1])
-        except BaseException:
-            await lane.drop(kept)
-            raise
-        lane.keep(kept)
-        return result
+        return await lane.run(kept, op(kept[1]), translation)
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Driver]:

@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable
 from typing import Generic, TypeVar
 
 C = TypeVar("C")
+R = TypeVar("R")
 
 _log = logging.getLogger(__name__)
 
@@ -77,6 +78,28 @@ class Lane(Generic[C]):
             # timer is dropped before the loop polls, where a cancelled ready callback
             # would cost a whole extra turn (a zero-timeout poll) per statement.
             self._hand_back = asyncio.get_running_loop().call_later(0, self._give_back)
+
+    async def run(
+        self,
+        conn: C,
+        work: Awaitable[R],
+        translate: Callable[[BaseException], BaseException | None],
+    ) -> R:
+        """Await ``work`` (a statement on ``conn``, taken or adopted), then keep ``conn``.
+
+        On failure ``conn`` goes back to its pool and the error is raised as
+        ``translate`` maps it (itself when it maps to None).
+        """
+        try:
+            result = await work
+        except BaseException as exc:
+            await self.drop(conn)
+            error = translate(exc) if isinstance(exc, Exception) else None
+            if error is None:
+                raise
+            raise error from exc
+        self.keep(conn)
+        return result
 
     async def drop(self, conn: C | None) -> None:
         """The statement failed (or never got a connection): give ``conn`` back now.

@@ -210,18 +210,9 @@ class PsycopgPoolDriver(_Statements):
                 lambda conn: _rows(conn, q.sql, args)
             )
             return rows
-        # Back-to-back statements: _on_connection's kept-connection path, inlined (only
-        # an autocommit connection is ever kept).
-        try:
-            rows = await _rows(kept[1], q.sql, args)
-        except BaseException as exc:
-            await lane.drop(kept)
-            error = translation(exc) if isinstance(exc, Exception) else None
-            if error is None:
-                raise
-            raise error from exc
-        lane.keep(kept)
-        return rows
+        # Back-to-back statements: _on_connection's kept-connection path, without its lambda
+        # (only an autocommit connection is ever kept).
+        return await lane.run(kept, _rows(kept[1], q.sql, args), translation)
 
     async def copy_in(self, schema: str, table: str, columns: Sequence[str], data: bytes) -> None:
         await self._on_connection(lambda conn: _copy_in(conn, schema, table, columns, data))

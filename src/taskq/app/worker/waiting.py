@@ -126,25 +126,3 @@ async def with_timeout(clock: Clock, seconds: float, work: Awaitable[T]) -> T:
         await _cancel_all([task])
         raise TimeoutError(f"gave up after {seconds:g}s")
     return task.result()
-
-
-async def until_done_or(task: asyncio.Future[T], event: asyncio.Event) -> bool:
-    """Wait until ``task`` is done or ``event`` is set; True when the task is done.
-
-    The task is never cancelled here: the caller decides what to do with it.
-    A :class:`LatchEvent` is raced through its future, with no extra task.
-    """
-    if task.done():
-        return True
-    if isinstance(event, LatchEvent):
-        if event.is_set():
-            await asyncio.sleep(0)  # as the general path: the task gets its turn first
-        else:
-            await first_done(task, event.future())
-        return task.done()
-    waiter: asyncio.Future[Any] = asyncio.create_task(event.wait())
-    try:
-        await asyncio.wait([task, waiter], return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        waiter.cancel()
-    return task.done()

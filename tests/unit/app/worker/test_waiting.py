@@ -1,11 +1,11 @@
-"""The task-free waits of the hot path: latch events, first_done, until_done_or."""
+"""The task-free waits of the hot path: latch events, first_done, wait_event."""
 
 from __future__ import annotations
 
 import asyncio
 
 from taskq.adapters.memory import FakeClock
-from taskq.app.worker.waiting import LatchEvent, first_done, until_done_or, wait_event
+from taskq.app.worker.waiting import LatchEvent, first_done, wait_event
 
 
 async def test_latch_future_follows_set_and_clear() -> None:
@@ -34,32 +34,6 @@ async def test_first_done_returns_without_cancelling_the_others() -> None:
     first.set_result(1)
     await waiting
     assert not other.done()
-
-
-async def test_until_done_or_a_latch_never_cancels_the_task() -> None:
-    """Setting the latch ends the wait with False; the raced task keeps running."""
-    latch = LatchEvent()
-    gate = asyncio.Event()
-    task = asyncio.create_task(gate.wait())
-    waiting = asyncio.create_task(until_done_or(task, latch))
-    await asyncio.sleep(0)
-    latch.set()
-    assert await waiting is False
-    assert not task.done()
-    gate.set()
-    assert await until_done_or(task, latch) is True
-
-
-async def test_until_done_or_a_set_latch_gives_a_ready_task_its_turn() -> None:
-    """With the latch already set, a task that finishes on its first step still counts as done."""
-    latch = LatchEvent()
-    latch.set()
-
-    async def instant() -> int:
-        return 1
-
-    task = asyncio.create_task(instant())
-    assert await until_done_or(task, latch) is True
 
 
 async def test_wait_event_mixes_latches_plain_events_and_the_clock() -> None:
