@@ -4,10 +4,12 @@ Like ``asyncio.Queue`` but cheaper on the hot path, and closable: a closed
 queue answers ``get()`` with None, so consumers waiting on it return without
 racing every wait against the shutdown event.
 
-A woken consumer takes its job off the queue itself when it runs, never at
-``put`` time: until a consumer has it in hand, a job is in the queue, where
-the shutdown's drain finds it (a job handed to a sleeping consumer would be
-in neither place for a moment).
+A put with a consumer waiting hands the item to that consumer at once, so
+the slot is free for the producer's next claim before the consumer has even
+run (the claim's round trip then overlaps the consumers' work). Until the
+woken consumer runs, the item is *handed*, not yet taken: ``clear()`` (the
+shutdown's drain) still finds and revokes it, and the consumer then waits
+again, so a job is always either queued, handed, or in a consumer's hands.
 """
 
 from __future__ import annotations
@@ -21,7 +23,11 @@ T = TypeVar("T")
 
 
 class LocalQueue(Generic[T]):
-    """A FIFO of at most ``maxsize`` items; ``close()`` releases every waiter."""
+    """A FIFO of at most ``maxsize`` queued items; ``close()`` releases every waiter.
+
+    Handed items (given to a waiting consumer that has not run yet) do not
+    count against ``maxsize``: each belongs to one consumer, as a running job does.
+    """
 
     def __init__(self, maxsize: int) -> None:
         if maxsize < 1:
@@ -29,29 +35,42 @@ class LocalQueue(Generic[T]):
         self.maxsize = maxsize
         self._items: deque[T] = deque()
         self._waiters: deque[asyncio.Future[None]] = deque()
+        # Waiter -> the item handed to it; removed when the waiter takes it or clear() revokes it.
+        self._handed: dict[asyncio.Future[None], T] = {}
         self.closed = False
 
     def __repr__(self) -> str:
-        return f"<LocalQueue {len(self._items)}/{self.maxsize} waiters={len(self._waiters)}>"
+        return (
+            f"<LocalQueue {len(self._items)}/{self.maxsize} handed={len(self._handed)} "
+            f"waiters={len(self._waiters)}>"
+        )
 
     def qsize(self) -> int:
+        """Items queued for no consumer yet (handed items excluded)."""
         return len(self._items)
 
     def empty(self) -> bool:
-        return not self._items
+        """Nothing queued and nothing handed to a consumer that has not taken it."""
+        return not self._items and not self._handed
 
     def free(self) -> int:
         return self.maxsize - len(self._items)
 
     def put_nowait(self, item: T) -> None:
-        """Queue ``item``; ``asyncio.QueueFull`` when there is no room (a producer bug)."""
+        """Hand ``item`` to a waiting consumer, else queue it; ``asyncio.QueueFull`` when
+        neither is possible (a producer bug)."""
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                self._handed[waiter] = item
+                waiter.set_result(None)
+                return
         if len(self._items) >= self.maxsize:
             raise asyncio.QueueFull(f"local queue is full ({self.maxsize})")
         self._items.append(item)
-        self._wake_one()
 
     def get_nowait(self) -> T | None:
-        """The next item, or None when the queue is empty."""
+        """The next queued item, or None when none is queued."""
         return self._items.popleft() if self._items else None
 
     async def get(self) -> T | None:
@@ -66,16 +85,22 @@ class LocalQueue(Generic[T]):
             try:
                 await waiter
             except BaseException:
-                # Cancelled after a put woke us: pass the wake-up on, nothing is lost.
-                if waiter.done() and not waiter.cancelled():
-                    self._wake_one()
+                if waiter in self._handed:
+                    # Cancelled after a put handed us an item: pass it on, nothing is lost.
+                    self._requeue(self._handed.pop(waiter))
                 else:
                     self._discard(waiter)
                 raise
+            if self.closed:
+                return None  # a handed item stays for clear(): the drain owns it now
+            if waiter in self._handed:
+                return self._handed.pop(waiter)
+            # Woken by close(), or the item was revoked by clear(): look again.
 
     def clear(self) -> list[T]:
-        """Remove and return everything queued (the shutdown's drain)."""
-        items = list(self._items)
+        """Remove and return everything queued or handed but not taken (the shutdown's drain)."""
+        items = [*self._handed.values(), *self._items]
+        self._handed.clear()
         self._items.clear()
         return items
 
@@ -87,12 +112,14 @@ class LocalQueue(Generic[T]):
             if not waiter.done():
                 waiter.set_result(None)
 
-    def _wake_one(self) -> None:
+    def _requeue(self, item: T) -> None:
         while self._waiters:
             waiter = self._waiters.popleft()
             if not waiter.done():
+                self._handed[waiter] = item
                 waiter.set_result(None)
                 return
+        self._items.appendleft(item)  # may briefly exceed maxsize: it was counted as handed
 
     def _discard(self, waiter: asyncio.Future[None]) -> None:
         with contextlib.suppress(ValueError):

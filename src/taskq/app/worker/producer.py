@@ -35,7 +35,7 @@ async def run_producer(state: WorkerState) -> None:
     stops = (state.producer_stop, state.shutdown_event)
     while not (state.producer_stop.is_set() or state.shutdown_event.is_set()):
         state.liveness.tick("producer", poll)
-        free = queue.maxsize - queue.qsize()
+        free = queue.free()
         if free < threshold:
             # Too few slots free at this instant, so an earlier slot_freed is stale.
             state.slot_freed.clear()
@@ -49,8 +49,8 @@ async def run_producer(state: WorkerState) -> None:
                 await wait_event(state.clock, poll, *stops)
                 continue
             full = claimed == free
-            if full and queue.maxsize - queue.qsize() >= threshold:
-                continue  # a full batch, and consumers made room meanwhile: claim again
+            if full and queue.free() >= threshold:
+                continue  # a full batch, and consumers made (or took) room: claim again
         if full:
             # More work is probably waiting: claim once consumers free enough slots.
             await wait_event(state.clock, poll, *stops, state.slot_freed)

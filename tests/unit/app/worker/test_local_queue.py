@@ -1,4 +1,4 @@
-"""LocalQueue: FIFO, bounded, closable, and a woken consumer takes its item itself."""
+"""LocalQueue: FIFO, bounded, closable; a put hands its item to a waiting consumer, revocably."""
 
 from __future__ import annotations
 
@@ -118,23 +118,55 @@ async def test_clear_returns_and_removes_every_queued_item() -> None:
     assert queue.get_nowait() is None
 
 
-async def test_an_item_put_for_a_waiter_stays_queued_until_the_waiter_runs() -> None:
-    """A put wakes a waiter but leaves the item in the queue: a clear() before the waiter
-    runs takes it (the drain sees it), and the waiter goes back to waiting."""
+async def test_an_item_put_for_a_waiter_is_handed_but_revocable_until_the_waiter_runs() -> None:
+    """A put with a consumer waiting frees the slot at once (the producer may claim
+    again), yet the item is not lost in between: a clear() before the waiter runs
+    takes it back (the drain sees it), and the waiter goes back to waiting."""
     queue = LocalQueue[int](1)
     getter = asyncio.create_task(queue.get())
     await settle()
     queue.put_nowait(5)
-    assert queue.qsize() == 1  # woken, but not handed the item
+    assert (queue.qsize(), queue.free(), queue.empty()) == (0, 1, False)
+    assert "handed=1" in repr(queue)
     assert queue.clear() == [5]
+    assert queue.empty()
     await settle()
     assert not getter.done()  # nothing for it: it waits again
     queue.put_nowait(6)
     assert await result_of(getter) == 6
+    assert queue.empty()
+
+
+async def test_a_handed_item_counts_against_no_slot() -> None:
+    """One item handed, then maxsize more queued: the handed one belongs to its consumer."""
+    queue = LocalQueue[int](2)
+    getter = asyncio.create_task(queue.get())
+    await settle()
+    for item in (1, 2, 3):
+        queue.put_nowait(item)
+    assert (queue.qsize(), queue.free()) == (2, 0)
+    with pytest.raises(asyncio.QueueFull):
+        queue.put_nowait(4)
+    assert await result_of(getter) == 1
+    assert queue.clear() == [2, 3]
+
+
+async def test_clear_returns_handed_items_before_queued_ones() -> None:
+    """The drain gets everything not yet taken, oldest first."""
+    queue = LocalQueue[int](1)
+    getter = asyncio.create_task(queue.get())
+    await settle()
+    queue.put_nowait(1)
+    queue.put_nowait(2)
+    assert queue.clear() == [1, 2]
+    getter.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await getter
+    assert queue.empty()
 
 
 async def test_a_woken_waiter_returns_none_when_the_queue_closed_before_it_ran() -> None:
-    """Woken by a put, then the queue is cleared and closed before it runs: None."""
+    """Handed an item, then the queue is cleared and closed before it runs: None."""
     queue = LocalQueue[int](1)
     getter = asyncio.create_task(queue.get())
     await settle()
@@ -144,17 +176,26 @@ async def test_a_woken_waiter_returns_none_when_the_queue_closed_before_it_ran()
     assert await result_of(getter) is None
 
 
-async def test_get_nowait_can_take_the_item_a_waiter_was_woken_for() -> None:
-    """Another consumer's get_nowait takes the item first: the woken waiter waits on."""
+async def test_a_handed_item_is_not_run_after_close() -> None:
+    """Closed with an item handed but not taken: the waiter returns None and the item
+    stays for clear() (after close the drain owns what is left)."""
+    queue = LocalQueue[int](1)
+    getter = asyncio.create_task(queue.get())
+    await settle()
+    queue.put_nowait(5)
+    queue.close()
+    assert await result_of(getter) is None
+    assert queue.clear() == [5]
+
+
+async def test_get_nowait_never_takes_an_item_handed_to_a_waiter() -> None:
+    """Another consumer's get_nowait finds nothing: the item is the woken waiter's."""
     queue = LocalQueue[int](1)
     getter = asyncio.create_task(queue.get())
     await settle()
     queue.put_nowait(1)
-    assert queue.get_nowait() == 1
-    await settle()
-    assert not getter.done()
-    queue.put_nowait(2)
-    assert await result_of(getter) == 2
+    assert queue.get_nowait() is None
+    assert await result_of(getter) == 1
 
 
 async def test_a_waiter_cancelled_after_its_wake_up_passes_it_on() -> None:
@@ -164,7 +205,7 @@ async def test_a_waiter_cancelled_after_its_wake_up_passes_it_on() -> None:
     await settle()
     second = asyncio.create_task(queue.get())
     await settle()
-    queue.put_nowait("job")  # wakes `first` only
+    queue.put_nowait("job")  # handed to `first` only
     first.cancel()
     with pytest.raises(asyncio.CancelledError):
         await first
@@ -172,6 +213,20 @@ async def test_a_waiter_cancelled_after_its_wake_up_passes_it_on() -> None:
     assert second.done(), "the wake-up was lost with the cancelled waiter"
     assert second.result() == "job"
     assert queue.empty()
+
+
+async def test_a_handed_item_of_a_cancelled_waiter_is_queued_again_when_nobody_waits() -> None:
+    """Handed, then its waiter cancelled with no other waiter: the item is queued, first in line."""
+    queue = LocalQueue[str](2)
+    only = asyncio.create_task(queue.get())
+    await settle()
+    queue.put_nowait("a")  # handed to `only`
+    queue.put_nowait("b")  # queued
+    only.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await only
+    assert queue.get_nowait() == "a"
+    assert queue.get_nowait() == "b"
 
 
 async def test_a_waiter_cancelled_while_waiting_leaves_no_trace() -> None:
