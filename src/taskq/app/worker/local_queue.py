@@ -91,11 +91,10 @@ class LocalQueue(Generic[T]):
                 else:
                     self._discard(waiter)
                 raise
-            if self.closed:
-                return None  # a handed item stays for clear(): the drain owns it now
-            if waiter in self._handed:
+            if waiter in self._handed and not self._closed_now():
                 return self._handed.pop(waiter)
-            # Woken by close(), or the item was revoked by clear(): look again.
+            # Woken by close() (a handed item stays for clear(): the drain owns it now),
+            # or the item was revoked by clear(): look again.
 
     def clear(self) -> list[T]:
         """Remove and return everything queued or handed but not taken (the shutdown's drain)."""
@@ -111,6 +110,10 @@ class LocalQueue(Generic[T]):
             waiter = self._waiters.popleft()
             if not waiter.done():
                 waiter.set_result(None)
+
+    def _closed_now(self) -> bool:
+        # A method, not the attribute: close() may have run while get() was suspended.
+        return self.closed
 
     def _requeue(self, item: T) -> None:
         while self._waiters:
