@@ -189,3 +189,23 @@ async def test_finish_many_finishes_every_owned_job(harness: Harness) -> None:
 async def test_finish_many_of_nothing_is_a_no_op(harness: Harness) -> None:
     """finish_many of an empty list returns an empty list."""
     assert await harness.store.finish_many([]) == []
+
+
+async def test_an_error_text_holding_nul_is_stored_escaped(harness: Harness) -> None:
+    """An exception message may carry a NUL (from a malformed payload, say), which no
+    store can keep: the terminal write still lands, with each NUL written as ``\\x00``."""
+    store = harness.store
+    claimed = await enqueue_and_claim(store)
+    await store.finish(
+        Finish(
+            lease=claimed.lease,
+            status=JobStatus.FAILED,
+            error="bad byte \x00 here",
+            error_class="Odd\x00Error",
+            now=at(2),
+        )
+    )
+    got = await get(store, claimed.id)
+    assert (got.status, got.last_error) == (JobStatus.FAILED, "bad byte \\x00 here")
+    [record] = await store.attempts(claimed.id)
+    assert (record.error_class, record.error) == ("Odd\\x00Error", "bad byte \\x00 here")

@@ -12,7 +12,7 @@ import pytest_asyncio
 
 from contracts.harness import EPOCH, Harness
 from contracts.helpers import TICK, at
-from taskq.ports.rate_limiter import RateDecision, RateLimiter, Reservation
+from taskq.ports.rate_limiter import RateDecision, RateLimiter, RatePermit, Reservation
 
 SECOND = timedelta(seconds=1)
 LEASE = timedelta(seconds=10)
@@ -66,6 +66,77 @@ async def test_keys_have_separate_windows(limiters: list[RateLimiter]) -> None:
     assert (await limiter.acquire_rate("x", limit=1, window=SECOND, now=at(0))).allowed
     assert not (await limiter.acquire_rate("x", limit=1, window=SECOND, now=at(0))).allowed
     assert (await limiter.acquire_rate("y", limit=1, window=SECOND, now=at(0))).allowed
+
+
+# --- refunds -----------------------------------------------------------------------------
+
+
+async def _granted(limiter: RateLimiter, key: str, limit: int, now: datetime) -> RatePermit:
+    decision = await limiter.acquire_rate(key, limit=limit, window=SECOND, now=now)
+    assert decision.allowed, decision
+    assert decision.permit is not None
+    return decision.permit
+
+
+async def test_a_grant_carries_its_permit_and_a_denial_none(limiters: list[RateLimiter]) -> None:
+    """An allowed call returns the permit it counted (key, window, epoch-aligned start)."""
+    limiter = limiters[0]
+    permit = await _granted(limiter, "k", 1, at(2.25))
+    assert permit == RatePermit(key="k", window=SECOND, window_start=at(2))
+    denied = await limiter.acquire_rate("k", limit=1, window=SECOND, now=at(2.5))
+    assert (denied.allowed, denied.permit) == (False, None)
+
+
+async def test_a_refunded_permit_can_be_granted_again(limiters: list[RateLimiter]) -> None:
+    """refund_rate gives one permit back to its window: one more call is allowed, not two."""
+    permit = await _granted(limiters[0], "k", 2, at(0.1))
+    await _granted(limiters[1], "k", 2, at(0.2))
+    # Denied calls count nothing, so a refund after them still frees a permit.
+    for _ in range(3):
+        assert not (
+            await limiters[2].acquire_rate("k", limit=2, window=SECOND, now=at(0.3))
+        ).allowed
+    await limiters[3].refund_rate(permit)
+    assert (await limiters[2].acquire_rate("k", limit=2, window=SECOND, now=at(0.4))).allowed
+    assert not (await limiters[2].acquire_rate("k", limit=2, window=SECOND, now=at(0.5))).allowed
+
+
+async def test_a_refund_never_frees_more_than_was_granted(limiters: list[RateLimiter]) -> None:
+    """Refunds past zero change nothing: the window still allows exactly ``limit`` calls."""
+    limiter = limiters[0]
+    permit = await _granted(limiter, "k", 1, at(0))
+    await limiter.refund_rate(permit)
+    await limiter.refund_rate(permit)
+    assert (await limiter.acquire_rate("k", limit=1, window=SECOND, now=at(0.5))).allowed
+    assert not (await limiter.acquire_rate("k", limit=1, window=SECOND, now=at(0.5))).allowed
+
+
+async def test_a_refund_goes_to_its_own_window(limiters: list[RateLimiter]) -> None:
+    """A permit of an ended window refunded later adds nothing to the current window or key."""
+    limiter = limiters[0]
+    old = await _granted(limiter, "k", 1, at(0.5))
+    await _granted(limiter, "k", 1, at(1.5))
+    await _granted(limiter, "other", 1, at(1.5))
+    await limiter.refund_rate(old)
+    assert not (await limiter.acquire_rate("k", limit=1, window=SECOND, now=at(1.6))).allowed
+    assert not (await limiter.acquire_rate("other", limit=1, window=SECOND, now=at(1.6))).allowed
+
+
+async def test_refunds_and_acquires_race_without_overshoot(limiters: list[RateLimiter]) -> None:
+    """Ten granted, five refunded while callers race: exactly five more are ever allowed."""
+    permits = [await _granted(limiters[i % 4], "k", 10, at(0.1)) for i in range(10)]
+    outcomes = await asyncio.gather(
+        *(limiters[i % 4].refund_rate(p) for i, p in enumerate(permits[:5])),
+        *(
+            limiters[i % 4].acquire_rate("k", limit=10, window=SECOND, now=at(0.2))
+            for i in range(20)
+        ),
+    )
+    racing = sum(d.allowed for d in outcomes if isinstance(d, RateDecision))
+    after = [
+        await limiters[0].acquire_rate("k", limit=10, window=SECOND, now=at(0.3)) for _ in range(10)
+    ]
+    assert racing + sum(d.allowed for d in after) == 5
 
 
 # --- reservations ------------------------------------------------------------------------

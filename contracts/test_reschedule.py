@@ -126,3 +126,22 @@ async def test_release_schedules_after_delay_and_refunds(harness: Harness) -> No
     assert got.attempt == 0
     await store.promote_scheduled(now=at(13))
     assert (await claim_one(store, now=at(13))).attempt == 1
+
+
+async def test_a_retry_error_holding_nul_is_stored_escaped(harness: Harness) -> None:
+    """As for a terminal write: the retry lands, each NUL written as ``\\x00``."""
+    store = harness.store
+    claimed = await enqueue_and_claim(store)
+    await store.reschedule(
+        Reschedule(
+            lease=claimed.lease,
+            run_at=at(60),
+            error="nul \x00 inside",
+            error_class="E\x00",
+            now=at(2),
+        )
+    )
+    got = await get(store, claimed.id)
+    assert (got.status, got.last_error) == (JobStatus.SCHEDULED, "nul \\x00 inside")
+    [record] = await store.attempts(claimed.id)
+    assert (record.error_class, record.error) == ("E\\x00", "nul \\x00 inside")

@@ -29,6 +29,7 @@ from datetime import datetime, timedelta
 from types import MappingProxyType
 from typing import Any, Concatenate, Generic, Protocol, TypeVar, cast, overload
 
+import pydantic_core
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError
 
@@ -41,6 +42,7 @@ from taskq.domain.errors import ConfigurationError, PayloadValidationError, Regi
 from taskq.domain.job import DEFAULT_QUEUE, JSON, NewJob
 from taskq.domain.limits import ConcurrencyLimit, RateLimit
 from taskq.domain.retry import RetryPolicy, deadline_at_enqueue
+from taskq.domain.storable import check_json_text
 
 P = TypeVar("P", bound=BaseModel)
 R = TypeVar("R")
@@ -319,15 +321,22 @@ class ActorRef(Generic[P, R]):
     # -- results ----------------------------------------------------------------------
 
     def dump_result(self, result: R) -> JSON:
-        """The JSON stored for ``result``; ``TypeError`` if it is not the declared type."""
+        """The JSON stored for ``result``; ``TypeError`` if it is not the declared type,
+        ``ValueError`` if no store can keep it (a NUL character)."""
         try:
             value = self._result_adapter.validate_python(result)
-            return self._result_adapter.dump_python(value, mode="json")
+            dumped: JSON = self._result_adapter.dump_python(value, mode="json")
         except (ValidationError, PydanticSerializationError) as exc:
             raise TypeError(
                 f"actor {self.name!r} returned a {type(result).__name__} that is not a valid "
                 f"{self._result_label}: {exc}"
             ) from exc
+        if dumped is not None:
+            # Refused here, where it fails the job for good with a reason, not at the write.
+            check_json_text(
+                pydantic_core.to_json(dumped).decode(), f"the result of actor {self.name!r}"
+            )
+        return dumped
 
     def load_result(self, raw: JSON) -> R:
         """The typed result for stored JSON ``raw``; ``ValueError`` if it does not validate."""

@@ -62,6 +62,7 @@ class Finish:
 
     def __post_init__(self) -> None:
         _check_started_ago(self.started_ago)
+        _escape_error_text(self)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -86,6 +87,7 @@ class Reschedule:
 
     def __post_init__(self) -> None:
         _check_started_ago(self.started_ago)
+        _escape_error_text(self)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -186,6 +188,16 @@ class QueueDepth:
     queue: str
     status: JobStatus
     count: int
+
+
+def _escape_error_text(write: Finish | Reschedule) -> None:
+    # No store can keep NUL in text, and an error message is the actor's (or a payload's)
+    # words: the write must land all the same, so each NUL is written as a visible \x00.
+    error, error_class = write.error, write.error_class
+    if error is not None and "\x00" in error:
+        object.__setattr__(write, "error", error.replace("\x00", "\\x00"))
+    if error_class is not None and "\x00" in error_class:
+        object.__setattr__(write, "error_class", error_class.replace("\x00", "\\x00"))
 
 
 def _check_started_ago(value: timedelta | None) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import socket
+import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -56,3 +58,40 @@ async def test_disabled_fallback_fails_closed() -> None:
         await limiter.acquire_rate("k", limit=2, window=SECOND, now=NOW)
     assert limiter.fallbacks == 0
     await limiter.close()
+
+
+async def test_a_permit_is_refunded_to_the_backend_that_granted_it() -> None:
+    """A permit the fallback granted goes back to the fallback (the dead Redis is not asked)."""
+    fallback = MemoryBackend(clock=FakeClock(NOW)).rate_limiter()
+    limiter = FallbackRateLimiter(_dead_redis(), fallback, enabled=True)
+    granted = await limiter.acquire_rate("k", limit=1, window=SECOND, now=NOW)
+    assert granted.permit is not None
+    assert not (await limiter.acquire_rate("k", limit=1, window=SECOND, now=NOW)).allowed
+    await limiter.refund_rate(granted.permit)
+    assert (await limiter.acquire_rate("k", limit=1, window=SECOND, now=NOW)).allowed
+    assert not (await fallback.acquire_rate("k", limit=1, window=SECOND, now=NOW)).allowed
+    await limiter.close()
+
+
+async def test_a_primary_permit_is_refunded_to_the_primary() -> None:
+    """A permit live Redis granted goes back to Redis; the fallback's window is untouched."""
+    url = os.environ.get("TASKQ_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+    prefix = f"taskq-test:{uuid.uuid4().hex[:12]}"
+    primary = RedisRateLimiter(make_redis_client(url), prefix=prefix, owns_client=True)
+    fallback = MemoryBackend(clock=FakeClock(NOW)).rate_limiter()
+    limiter = FallbackRateLimiter(primary, fallback, enabled=True)
+    try:
+        assert (await fallback.acquire_rate("k", limit=1, window=SECOND, now=NOW)).allowed
+        granted = await limiter.acquire_rate("k", limit=1, window=SECOND, now=NOW)
+        assert granted.permit is not None
+        await limiter.refund_rate(granted.permit)
+        assert (await primary.acquire_rate("k", limit=1, window=SECOND, now=NOW)).allowed
+        assert not (await fallback.acquire_rate("k", limit=1, window=SECOND, now=NOW)).allowed
+        assert limiter.fallbacks == 0
+    finally:
+        admin = make_redis_client(url)
+        keys = [k async for k in admin.scan_iter(match=f"{prefix}:*")]
+        if keys:
+            await admin.delete(*keys)
+        await admin.aclose()
+        await limiter.close()

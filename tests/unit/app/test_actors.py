@@ -678,3 +678,11 @@ def test_load_registry_errors_name_the_spec(actors_module: str, suffix: str, pro
         load_registry(spec)
     assert problem in str(info.value)
     assert repr(spec) in str(info.value)
+
+
+def test_a_result_no_store_can_keep_is_refused_by_name() -> None:
+    """A NUL in a result would make its terminal write fail forever: refused here instead,
+    naming the actor, so the job fails for good with a reason."""
+    with pytest.raises(ValueError, match=r"the result of actor 'mailer' holds a NUL character"):
+        send_sync.dump_result(Receipt(message_id="m\x001"))
+    assert send_sync.dump_result(Receipt(message_id="m\\u0000")) == {"message_id": "m\\u0000"}

@@ -5,6 +5,15 @@ name before it reads ``schema_migrations``, so concurrent ``migrate up``
 processes take turns and the later ones find nothing left to do. Each
 migration runs in its own transaction together with its
 ``schema_migrations`` row: a migration is applied entirely or not at all.
+
+Lock budget: each migration's transaction sets a transaction-local
+``lock_timeout`` (:data:`MIGRATION_LOCK_TIMEOUT` unless the caller passes
+another). DDL on a busy table waits for an exclusive lock, and while it waits
+every later reader and writer of that table queues behind it; one long
+transaction holding the jobs table would so stop all work. With the budget the
+migration fails fast instead, naming the sessions in the way, and is rolled
+back. The advisory lock that makes concurrent runs take turns is taken outside
+these transactions, so a run still waits for another run to finish.
 """
 
 from __future__ import annotations
@@ -12,6 +21,7 @@ from __future__ import annotations
 import socket
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
+from datetime import timedelta
 from typing import Any, Final, TypeAlias
 
 import asyncpg
@@ -26,6 +36,7 @@ from taskq.adapters.postgres.migrator import (
 )
 from taskq.adapters.postgres.schema import Schema
 from taskq.adapters.postgres.sql_loader import AsyncpgQuery, asyncpg_queries, render_script
+from taskq.adapters.postgres.store.base import lock_timeout_text
 from taskq.domain.errors import ConfigurationError, MigrationError, StoreUnavailable
 
 #: asyncpg's connection type (generic only to the type checker).
@@ -33,6 +44,10 @@ Connection: TypeAlias = "asyncpg.Connection[Any]"
 
 #: Seconds to wait for a connection before reporting the database unreachable.
 CONNECT_TIMEOUT: Final = 10.0
+#: How long one migration may wait for a lock (``lock_timeout``, local to its transaction).
+#: Long enough for the short transactions of running workers, short enough that writers
+#: queued behind the migration's lock request are not stalled for long. Zero: no bound.
+MIGRATION_LOCK_TIMEOUT: Final = timedelta(seconds=5)
 
 # Errors that mean the server went away or cannot be reached (not a bad statement).
 _UNAVAILABLE: Final = (
@@ -139,22 +154,72 @@ async def read_applied(conn: Connection, schema: Schema) -> tuple[AppliedMigrati
     )
 
 
-async def _apply(conn: Connection, schema: Schema, migration: Migration, *, up: bool) -> None:
+async def _lock_holders(conn: Connection, schema: Schema) -> str:
+    """Who holds locks on the schema's tables, as one line; "" when that cannot be read."""
+    q = _queries(schema)["lock_holders"]
+    try:
+        rows = await conn.fetch(q.sql, *q.args(schema_name=schema.name))
+    except (asyncpg.PostgresError, asyncpg.InterfaceError):
+        return ""
+    held = []
+    for r in rows:
+        state = r["state"] or "state hidden"
+        age = "" if r["xact_seconds"] is None else f", transaction open {r['xact_seconds']}s"
+        held.append(f"pid {r['pid']} ({state}{age}) on {r['tables']}")
+    return "; ".join(held)
+
+
+async def _lock_timed_out(
+    conn: Connection, schema: Schema, file: str, lock_timeout: timedelta
+) -> MigrationError:
+    holders = await _lock_holders(conn, schema)
+    return MigrationError(
+        f"migration {file} gave up waiting for a table lock after "
+        f"{lock_timeout.total_seconds():g}s (lock_timeout) and was rolled back (migrations "
+        f"before it stay applied). Another session holds a conflicting lock on a table of "
+        f"schema {schema.name}, typically a long-running or idle-in-transaction session"
+        + (f" (holding locks now: {holders})" if holders else "")
+        + ". Let it finish or end it (pg_terminate_backend), then migrate again; waiting "
+        "for it would have blocked every read and write of the table behind the migration"
+    )
+
+
+async def _apply(
+    conn: Connection, schema: Schema, migration: Migration, *, up: bool, lock_timeout: timedelta
+) -> None:
     q = _queries(schema)
     file = migration.up_file if up else migration.down_file
     script = render_script(migration.up_sql if up else migration.down_sql, schema, source=file)
+    budget = q["set_migration_lock_timeout"]
+    budget_args = budget.args(lock_timeout=lock_timeout_text(lock_timeout.total_seconds() * 1000))
     with _db_errors(f"migration {file} (rolled back)"):
-        async with conn.transaction():
-            await conn.execute(script)
-            if up:
-                record = q["record_migration"]
-                args = record.args(
-                    version=migration.version, name=migration.name, checksum=migration.checksum
-                )
-                await conn.execute(record.sql, *args)
-            else:
-                forget = q["forget_migration"]
-                await conn.execute(forget.sql, *forget.args(version=migration.version))
+        try:
+            async with conn.transaction():
+                await conn.execute(budget.sql, *budget_args)
+                await _run_migration(conn, q, script, migration, up=up)
+        except asyncpg.exceptions.LockNotAvailableError as exc:
+            raise await _lock_timed_out(conn, schema, file, lock_timeout) from exc
+
+
+async def _run_migration(
+    conn: Connection,
+    q: Mapping[str, AsyncpgQuery],
+    script: str,
+    migration: Migration,
+    *,
+    up: bool,
+) -> None:
+    """The migration's script and its ``schema_migrations`` bookkeeping (in its transaction)."""
+    await conn.execute(script)
+    if up:
+        record = q["record_migration"]
+        args = record.args(
+            version=migration.version, name=migration.name, checksum=migration.checksum
+        )
+        await conn.execute(record.sql, *args)
+    else:
+        forget = q["forget_migration"]
+        await conn.execute(forget.sql, *forget.args(version=migration.version))
 
 
 async def upgrade(
@@ -163,13 +228,16 @@ async def upgrade(
     *,
     target: int | None = None,
     migrations: Sequence[Migration] | None = None,
+    lock_timeout: timedelta = MIGRATION_LOCK_TIMEOUT,
 ) -> tuple[Migration, ...]:
     """Create the schema if needed and apply pending migrations up to ``target``.
 
     Returns what this call applied (empty when the schema was already
     there). ``migrations`` defaults to the packaged ones. Raises
     :class:`MigrationError` (see ``migrator.plan_up``) before changing
-    anything when history and files disagree.
+    anything when history and files disagree, and when a migration waited
+    longer than ``lock_timeout`` for a lock (that migration is rolled back,
+    earlier ones stay applied; zero waits without bound).
     """
     available = discover_migrations() if migrations is None else tuple(migrations)
     q = _queries(schema)
@@ -181,7 +249,7 @@ async def upgrade(
             await conn.execute(q["create_migrations_table"].sql)
         plan = plan_up(available, await read_applied(conn, schema), target=target)
         for migration in plan:
-            await _apply(conn, schema, migration, up=True)
+            await _apply(conn, schema, migration, up=True, lock_timeout=lock_timeout)
     return plan
 
 
@@ -191,17 +259,19 @@ async def downgrade(
     *,
     to: int | None = None,
     migrations: Sequence[Migration] | None = None,
+    lock_timeout: timedelta = MIGRATION_LOCK_TIMEOUT,
 ) -> tuple[Migration, ...]:
     """Revert applied migrations newer than ``to`` (default: only the latest), newest first.
 
     Returns what this call reverted. The schema and ``schema_migrations``
-    stay, even at ``to=0``.
+    stay, even at ``to=0``. ``lock_timeout`` bounds each migration's lock
+    waits, as for :func:`upgrade`.
     """
     available = discover_migrations() if migrations is None else tuple(migrations)
     async with _migration_lock(conn, schema):
         plan = plan_down(available, await read_applied(conn, schema), to=to)
         for migration in plan:
-            await _apply(conn, schema, migration, up=False)
+            await _apply(conn, schema, migration, up=False, lock_timeout=lock_timeout)
     return plan
 
 
@@ -213,6 +283,7 @@ async def drop_schema(conn: Connection, schema: Schema) -> None:
 
 __all__ = [
     "CONNECT_TIMEOUT",
+    "MIGRATION_LOCK_TIMEOUT",
     "Connection",
     "connect",
     "downgrade",

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Final
 
 from taskq.adapters.memory.rows import ReservationRow
 from taskq.domain.errors import RateLimitUnavailable
-from taskq.ports.rate_limiter import RateDecision, Reservation
+from taskq.ports.rate_limiter import RateDecision, RatePermit, Reservation
 
 if TYPE_CHECKING:
     from taskq.adapters.memory.backend import MemoryBackend
@@ -52,10 +52,21 @@ class MemoryRateLimiter:
         granted = windows.get(slot, 0)
         if granted < limit:
             windows[slot] = granted + 1
-            return RateDecision(allowed=True)
+            start = _EPOCH + index * length * _ONE_US
+            return RateDecision(
+                allowed=True, permit=RatePermit(key=key, window=window, window_start=start)
+            )
         return RateDecision(
             allowed=False, retry_after=timedelta(microseconds=(index + 1) * length - elapsed)
         )
+
+    async def refund_rate(self, permit: RatePermit) -> None:
+        await self._begin(None)
+        length = permit.window // _ONE_US
+        slot = (permit.key, length, ((permit.window_start - _EPOCH) // _ONE_US) // length)
+        granted = self._db.rate_windows.get(slot, 0)
+        if granted > 0:
+            self._db.rate_windows[slot] = granted - 1
 
     async def reserve(
         self,

@@ -16,6 +16,7 @@ from datetime import datetime
 from taskq.domain.cancel_phase import CancelPhase
 from taskq.domain.job import JSON, AttemptRecord, ClaimedJob, Job, Lease
 from taskq.domain.status import JobStatus
+from taskq.domain.storable import check_json_text
 from taskq.ports.store_params import WorkerRecord
 
 
@@ -23,10 +24,12 @@ def to_json(value: JSON) -> JSON:
     """``value`` as it would come back from a JSON column: a fresh, normalised copy.
 
     Tuples become lists, and anything JSON cannot hold (NaN, sets, datetimes)
-    raises ``TypeError``/``ValueError`` here, as it would on a real database,
-    instead of silently working in tests only.
+    or ``jsonb`` refuses (a NUL in any string) raises ``TypeError``/``ValueError``
+    here, as it would on a real database, instead of silently working in tests only.
     """
-    return json.loads(json.dumps(value, allow_nan=False))
+    text = json.dumps(value, allow_nan=False)
+    check_json_text(text, "a JSON value")
+    return json.loads(text)
 
 
 def to_json_object(value: Mapping[str, JSON]) -> dict[str, JSON]:

@@ -10,6 +10,7 @@ from taskq.adapters.memory.store_base import StoreCore
 from taskq.domain.errors import MaxPendingExceeded
 from taskq.domain.job import EnqueueResult, NewJob
 from taskq.domain.status import JobStatus
+from taskq.domain.storable import check_new_jobs
 
 
 class EnqueueOps(StoreCore):
@@ -20,8 +21,9 @@ class EnqueueOps(StoreCore):
         self, jobs: Sequence[NewJob], *, now: datetime | None = None
     ) -> list[EnqueueResult]:
         at = await self._begin(now)
-        # Serialise every JSON value first, so a bad payload refuses the batch
-        # before anything is written.
+        # Check every value and serialise every JSON value first, so a job
+        # Postgres could not store refuses the batch before anything is written.
+        check_new_jobs(jobs)
         prepared = [
             (job, to_json_object(job.payload), to_json_object(job.metadata)) for job in jobs
         ]

@@ -20,12 +20,12 @@ import logging
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar, Final, Literal
 
 from taskq.adapters.postgres.schema import Schema
 from taskq.domain.errors import RateLimitUnavailable
-from taskq.ports.rate_limiter import RateDecision, Reservation
+from taskq.ports.rate_limiter import RateDecision, RatePermit, Reservation
 
 #: The query file this limiter runs.
 QUERY_FAMILY: Final = "rate_limits"
@@ -38,10 +38,16 @@ RESERVE_ATTEMPTS: Final = 10
 MAX_LIMIT: Final = 2**31 - 1
 
 RateQuery = Literal[
-    "acquire_rate", "reserve_slot", "release_slot", "extend_holder", "sweep_expired"
+    "acquire_rate",
+    "refund_rate",
+    "reserve_slot",
+    "release_slot",
+    "extend_holder",
+    "sweep_expired",
 ]
 
 _ONE_US: Final = timedelta(microseconds=1)
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 
 log = logging.getLogger("taskq.rate_limit")
 
@@ -113,8 +119,16 @@ class PostgresRateLimiter(ABC):
             "acquire_rate", {"key": key, "limit": limit, "window_us": micros(window), "now": now}
         )
         if row["allowed"]:
-            return RateDecision(allowed=True)
+            start = _EPOCH + int(row["window_start_us"]) * _ONE_US
+            return RateDecision(
+                allowed=True, permit=RatePermit(key=key, window=window, window_start=start)
+            )
         return RateDecision(allowed=False, retry_after=int(row["retry_after_us"]) * _ONE_US)
+
+    async def refund_rate(self, permit: RatePermit) -> None:
+        self._check_open()
+        start_us = micros(permit.window_start - _EPOCH)
+        await self._fetchrow("refund_rate", {"key": permit.key, "window_start_us": start_us})
 
     async def reserve(
         self,

@@ -56,6 +56,9 @@ def translation(exc: BaseException) -> BaseException | None:
         if state is None and isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
             # No SQLSTATE: the connection or the pool failed, not a statement.
             return StoreUnavailable(f"lost the Postgres connection: {reason}")
+        if state is None and isinstance(exc, psycopg.DataError):
+            # Refused while binding (a NUL in text): the ValueError the server's class 22 maps to.
+            return ValueError(f"Postgres cannot store a value: {reason}")
         return None
     if isinstance(exc, OSError):
         return StoreUnavailable(f"lost the Postgres connection: {error_reason(exc)}")

@@ -12,15 +12,21 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TypeVar
 
 from taskq.domain.errors import RateLimitUnavailable
-from taskq.ports.rate_limiter import RateDecision, RateLimiter, Reservation
+from taskq.ports.rate_limiter import RateDecision, RateLimiter, RatePermit, Reservation
 
 T = TypeVar("T")
 
 log = logging.getLogger("taskq.rate_limit")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _FallbackPermit(RatePermit):
+    """A permit the fallback granted, so its refund goes to the fallback."""
 
 
 class FallbackRateLimiter:
@@ -50,11 +56,31 @@ class FallbackRateLimiter:
     async def acquire_rate(
         self, key: str, *, limit: int, window: timedelta, now: datetime | None = None
     ) -> RateDecision:
+        async def from_fallback() -> RateDecision:
+            decision = await self._fallback.acquire_rate(key, limit=limit, window=window, now=now)
+            if decision.permit is None:
+                return decision
+            permit = decision.permit
+            tagged = _FallbackPermit(
+                key=permit.key, window=permit.window, window_start=permit.window_start
+            )
+            return replace(decision, permit=tagged)
+
         return await self._call(
             "acquire_rate",
             lambda: self._primary.acquire_rate(key, limit=limit, window=window, now=now),
-            lambda: self._fallback.acquire_rate(key, limit=limit, window=window, now=now),
+            from_fallback,
         )
+
+    async def refund_rate(self, permit: RatePermit) -> None:
+        # Back to the backend that counted it: the other one's window never held it.
+        if isinstance(permit, _FallbackPermit):
+            plain = RatePermit(
+                key=permit.key, window=permit.window, window_start=permit.window_start
+            )
+            await self._fallback.refund_rate(plain)
+        else:
+            await self._primary.refund_rate(permit)
 
     async def reserve(
         self,

@@ -12,7 +12,7 @@ from redis.exceptions import RedisError
 
 from taskq.adapters.redis import scripts
 from taskq.domain.errors import RateLimitUnavailable
-from taskq.ports.rate_limiter import RateDecision, Reservation
+from taskq.ports.rate_limiter import RateDecision, RatePermit, Reservation
 
 T = TypeVar("T")
 Args = list[str | int | float]
@@ -43,6 +43,7 @@ class RedisRateLimiter:
         self._prefix = prefix
         self._owns_client = owns_client
         self._acquire = client.register_script(scripts.ACQUIRE_RATE)
+        self._refund = client.register_script(scripts.REFUND_RATE)
         self._reserve = client.register_script(scripts.RESERVE)
         self._release = client.register_script(scripts.RELEASE)
         self._extend = client.register_script(scripts.EXTEND)
@@ -72,10 +73,16 @@ class RedisRateLimiter:
         keys = [f"{self._prefix}:rate:{key}"]
         args: Args = [_now_us(now), _us(window), limit]
         raw: Any = await self._run(lambda: self._acquire(keys=keys, args=args))
-        allowed, left_us = int(raw[0]), int(raw[1])
+        allowed, left_us, start_us = int(raw[0]), int(raw[1]), int(raw[2])
         if allowed:
-            return RateDecision(True)
+            start = _EPOCH + timedelta(microseconds=start_us)
+            return RateDecision(True, permit=RatePermit(key=key, window=window, window_start=start))
         return RateDecision(False, timedelta(microseconds=left_us))
+
+    async def refund_rate(self, permit: RatePermit) -> None:
+        keys = [f"{self._prefix}:rate:{permit.key}"]
+        args: Args = [_now_us(permit.window_start)]
+        await self._run(lambda: self._refund(keys=keys, args=args))
 
     async def reserve(
         self,

@@ -16,7 +16,9 @@ end
 """
 
 # KEYS[1] = window counter prefix; ARGV = now_us, window_us, limit.
-# Returns {allowed (1/0), microseconds until the window ends}.
+# Returns {allowed (1/0), microseconds until the window ends, window start in microseconds}.
+# A denied call is not counted, so the counter is the number of permits granted (and refunded
+# permits free real room).
 ACQUIRE_RATE = (
     _NOW
     + """
@@ -24,13 +26,23 @@ local window = tonumber(ARGV[2])
 local limit = tonumber(ARGV[3])
 local start = now - (now % window)
 local key = KEYS[1] .. ':' .. string.format('%.0f', start)
-local count = redis.call('INCR', key)
-if count == 1 then redis.call('PEXPIRE', key, math.ceil(window / 500)) end
 local left = start + window - now
-if count > limit then return {0, left} end
-return {1, left}
+local granted = tonumber(redis.call('GET', key) or '0')
+if granted >= limit then return {0, left, start} end
+if redis.call('INCR', key) == 1 then redis.call('PEXPIRE', key, math.ceil(window / 500)) end
+return {1, left, start}
 """
 )
+
+# KEYS[1] = window counter prefix; ARGV = window start in microseconds.
+# Only a live counter above zero is decremented: DECR on a missing key would create one
+# with no expiry.
+REFUND_RATE = """
+local key = KEYS[1] .. ':' .. ARGV[1]
+local granted = tonumber(redis.call('GET', key) or '0')
+if granted > 0 then redis.call('DECR', key) end
+return 1
+"""
 
 # KEYS[1] = slots hash of the key, KEYS[2] = holder set, KEYS[3] = registry of slot hashes.
 # ARGV = now_us, capacity, holder, token, lease_us, key name.

@@ -54,6 +54,7 @@ DISPATCH_RATE_LIMITED: Final = "dispatch-rate-limited"
 DISPATCH_RESERVATION_UNAVAILABLE: Final = "dispatch-reservation-unavailable"
 DISPATCH_RATE_LIMITER_UNAVAILABLE: Final = "dispatch-rate-limiter-unavailable"
 RATE_LIMIT_RELEASE_FAILED: Final = "rate-limit-release-failed"
+RATE_LIMIT_REFUND_FAILED: Final = "rate-limit-refund-failed"
 
 HEARTBEAT_FAILED: Final = "heartbeat-failed"
 NOTIFY_UNHEALTHY: Final = "notify-unhealthy"

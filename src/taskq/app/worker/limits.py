@@ -6,17 +6,20 @@ sequence, between ``JobContext`` construction and invocation)::
     resolve every declared key for the payload     cannot → PayloadValidationError
     reserve each distinct reservation key          none free → release the taken ones,
                                                      Denied(~1 s, reservation-unavailable)
-    take a permit for each distinct rate key       denied → release the reservations,
+    take a permit for each distinct rate key       denied → refund the permits taken,
+                                                     release the reservations,
                                                      Denied(window end, rate-limited)
-    limiter error at any step                      release the reservations,
+    limiter error at any step                      refund and release what was taken,
                                                      Denied(~5 s, rate-limiter-unavailable)
     ... the actor runs ...
     release every reservation                      best effort; the lease is the backstop
 
-Reservations are taken before rate permits because a reservation can be
-given back and a permit cannot: a job denied a slot spends no permit. A job
-granted a permit on one rate key and denied on another has spent the first
-(the port has no refund). Keys are taken in sorted order, so every worker
+A denied job consumes nothing: a permit granted on one rate key before
+another key denied the job is refunded to its window, and every reservation
+taken is released (best effort: a failed refund is logged and that permit
+stays spent until its window ends). Reservations are taken before rate
+permits so that a job denied a slot never touches a rate window at all.
+Keys are taken in sorted order, so every worker
 asks for them in the same order, and keys two declarations resolve to alike
 are taken once, at the smaller limit or capacity. Reservations are held by
 the worker (``holder``) for ``lease``; the heartbeat extends them while the
@@ -36,7 +39,7 @@ from taskq.app.worker import events
 from taskq.app.worker.protocols import ActorLike
 from taskq.domain.errors import ConfigurationError, TaskQError
 from taskq.domain.retry import Uniform
-from taskq.ports.rate_limiter import RateLimiter, Reservation
+from taskq.ports.rate_limiter import RateLimiter, RatePermit, Reservation
 
 #: Snooze of a job that found every slot of a reservation key taken: slots
 #: free when jobs end, which the worker cannot predict, so it looks again soon.
@@ -135,8 +138,8 @@ class ActorLimits:
 
         ``now`` defaults to the limiter's own clock (the database's, for the
         Postgres limiter, the one the heartbeat's ``extend`` uses too); tests
-        pass it. A denial takes nothing: reservations taken before it are
-        released. Raises ``PayloadValidationError`` when a key cannot be
+        pass it. A denial takes nothing: permits granted before it are
+        refunded and reservations released. Raises ``PayloadValidationError`` when a key cannot be
         resolved for this payload (never retried); limiter failures are
         denials, not errors.
         """
@@ -145,6 +148,7 @@ class ActorLimits:
         limiter = self._require(ref)
         slots, rates = _plan(ref, payload)
         held: list[Reservation] = []
+        permits: list[RatePermit] = []
         key = ""
         try:
             denied: Denied | None = None
@@ -165,6 +169,8 @@ class ActorLimits:
                         retry = max(decision.retry_after, MIN_RATE_RETRY)
                         denied = Denied(retry, "rate-limited", key)
                         break
+                    if decision.permit is not None:
+                        permits.append(decision.permit)
         except Exception as exc:
             # Deny rather than run or fail: running unchecked can break what
             # the limit protects (a third-party quota, a connection cap), and
@@ -186,10 +192,12 @@ class ActorLimits:
             )
         except BaseException:
             # Cancelled mid-acquire: give back what was taken before re-raising.
+            await self._refund(permits, ref.name, job_id)
             await self.release(Admitted(tuple(held), ref.name), job_id=job_id)
             raise
         if denied is None:
             return Admitted(tuple(held), ref.name)
+        await self._refund(permits, ref.name, job_id)
         await self.release(Admitted(tuple(held), ref.name), job_id=job_id)
         if denied.reason != "rate-limiter-unavailable":
             events.emit(
@@ -226,6 +234,25 @@ class ActorLimits:
                     slot=reservation.slot,
                     error=str(exc) or type(exc).__name__,
                     lease_seconds=self.lease.total_seconds(),
+                )
+
+    async def _refund(self, permits: list[RatePermit], actor: str, job_id: int | None) -> None:
+        """Give back the rate permits of a job that was denied; best effort, like release."""
+        if not permits or self.limiter is None:
+            return
+        for permit in permits:
+            try:
+                await self.limiter.refund_rate(permit)
+            except Exception as exc:
+                events.emit(
+                    events.RATE_LIMIT_REFUND_FAILED,
+                    logging.WARNING,
+                    exc_info=not isinstance(exc, TaskQError),
+                    actor=actor,
+                    job_id=job_id,
+                    key=permit.key,
+                    window_start=permit.window_start.isoformat(),
+                    error=str(exc) or type(exc).__name__,
                 )
 
     def _require(self, ref: ActorLike) -> RateLimiter:

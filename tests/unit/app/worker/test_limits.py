@@ -29,7 +29,7 @@ from taskq.app.worker.limits import (
 from taskq.app.worker.startup import require_rate_limiter
 from taskq.domain.errors import ConfigurationError, PayloadValidationError, RateLimitUnavailable
 from taskq.domain.limits import ConcurrencyLimit, RateLimit
-from taskq.ports.rate_limiter import RateDecision, RateLimiter, Reservation
+from taskq.ports.rate_limiter import RateDecision, RateLimiter, RatePermit, Reservation
 
 MINUTE = timedelta(minutes=1)
 LEASE = timedelta(seconds=30)
@@ -64,6 +64,13 @@ async def two_slots(payload: Call) -> None: ...
     rate_limits=[RateLimit("api", limit=1, per=MINUTE)],
 )
 async def both(payload: Call) -> None: ...
+
+
+@actor(
+    reservations=[ConcurrencyLimit("db", capacity=1)],
+    rate_limits=[RateLimit("a", limit=1, per=MINUTE), RateLimit("b", limit=1, per=MINUTE)],
+)
+async def two_rates(payload: Call) -> None: ...
 
 
 @actor(
@@ -107,6 +114,10 @@ class Flaky:
     ) -> RateDecision:
         self._check("acquire_rate")
         return await self.inner.acquire_rate(key, limit=limit, window=window, now=now)
+
+    async def refund_rate(self, permit: RatePermit) -> None:
+        self._check("refund_rate")
+        await self.inner.refund_rate(permit)
 
     async def reserve(
         self,
@@ -161,6 +172,14 @@ async def slot_is_free(limiter: RateLimiter, key: str) -> bool:
         return False
     await limiter.release(probe)
     return True
+
+
+async def permit_is_free(limiter: RateLimiter, key: str) -> bool:
+    """Whether a (limit 1 per minute) permit of ``key`` is still unspent now; gives it back."""
+    probe = await limiter.acquire_rate(key, limit=1, window=MINUTE)
+    if probe.permit is not None:
+        await limiter.refund_rate(probe.permit)
+    return probe.allowed
 
 
 # -- no limits -------------------------------------------------------------------------
@@ -326,6 +345,77 @@ async def test_a_cancelled_acquire_releases_what_it_took(
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+    assert await slot_is_free(limiter, "reservation:db")
+
+
+async def test_a_rate_denial_refunds_the_permits_already_granted(
+    limits: ActorLimits, limiter: MemoryRateLimiter
+) -> None:
+    """Key 'a' grants, key 'b' (spent elsewhere) denies: the 'a' permit and the slot come back."""
+    assert (await limiter.acquire_rate("rate:60s:b", limit=1, window=MINUTE)).allowed
+    result = denied(await limits.acquire(two_rates, Call()))
+    assert (result.reason, result.key) == ("rate-limited", "rate:60s:b")
+    assert await permit_is_free(limiter, "rate:60s:a")
+    assert await slot_is_free(limiter, "reservation:db")
+
+
+async def test_a_limiter_failure_on_a_later_key_refunds_the_earlier_permits(
+    limiter: MemoryRateLimiter,
+) -> None:
+    """Key 'a' grants, then the limiter fails on 'b': denied, and nothing stays taken."""
+
+    class FailsOnB(Flaky):
+        async def acquire_rate(
+            self, key: str, *, limit: int, window: timedelta, now: datetime | None = None
+        ) -> RateDecision:
+            if key == "rate:60s:b":
+                raise RateLimitUnavailable("b: backend unreachable")
+            return await super().acquire_rate(key, limit=limit, window=window, now=now)
+
+    limits = ActorLimits(FailsOnB(limiter, fail=set()), holder="w1", lease=LEASE)
+    result = denied(await limits.acquire(two_rates, Call()))
+    assert (result.reason, result.key) == ("rate-limiter-unavailable", "rate:60s:b")
+    assert await permit_is_free(limiter, "rate:60s:a")
+    assert await slot_is_free(limiter, "reservation:db")
+
+
+async def test_a_cancelled_acquire_refunds_its_permits(limiter: MemoryRateLimiter) -> None:
+    """Cancelled while waiting on key 'b': the permit of 'a' and the slot are given back."""
+    gate = asyncio.Event()
+    entered = asyncio.Event()
+
+    class SlowOnB(Flaky):
+        async def acquire_rate(
+            self, key: str, *, limit: int, window: timedelta, now: datetime | None = None
+        ) -> RateDecision:
+            if key == "rate:60s:b":
+                entered.set()
+                await gate.wait()
+            return await super().acquire_rate(key, limit=limit, window=window, now=now)
+
+    limits = ActorLimits(SlowOnB(limiter, fail=set()), holder="w1", lease=LEASE)
+    task = asyncio.create_task(limits.acquire(two_rates, Call()))
+    await entered.wait()
+    assert not await permit_is_free(limiter, "rate:60s:a")
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await permit_is_free(limiter, "rate:60s:a")
+    assert await slot_is_free(limiter, "reservation:db")
+
+
+async def test_refund_failures_are_logged_not_raised(
+    limiter: MemoryRateLimiter, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A refund that fails logs rate-limit-refund-failed; the job is still just denied."""
+    assert (await limiter.acquire_rate("rate:60s:b", limit=1, window=MINUTE)).allowed
+    limits = ActorLimits(Flaky(limiter, fail={"refund_rate"}), holder="w1", lease=LEASE)
+    result = denied(await limits.acquire(two_rates, Call(), job_id=4))
+    assert result.reason == "rate-limited"
+    [record] = events_named(caplog, events.RATE_LIMIT_REFUND_FAILED)
+    assert record.levelno == logging.WARNING
+    assert (fields(record)["key"], fields(record)["job_id"]) == ("rate:60s:a", 4)
+    assert not await permit_is_free(limiter, "rate:60s:a")
     assert await slot_is_free(limiter, "reservation:db")
 
 

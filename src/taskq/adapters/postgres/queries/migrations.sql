@@ -47,3 +47,23 @@ DELETE FROM {schema}.schema_migrations WHERE version = :version
 -- name: drop_schema
 -- Test teardown and full removal: CASCADE takes every TaskQ table with it.
 DROP SCHEMA IF EXISTS {schema} CASCADE
+
+-- name: set_migration_lock_timeout
+-- First in each migration's transaction, and local to it: a DDL lock wait behind a long transaction fails instead of queueing every writer of the table behind it; the advisory lock above is outside and still waits.
+SELECT set_config('lock_timeout', :lock_timeout::text, true)
+
+-- name: lock_holders
+-- After a migration's lock wait timed out (best effort, for the error message): the other sessions holding locks on this schema's tables, oldest transaction first.
+SELECT l.pid,
+       a.state,
+       extract(epoch FROM now() - a.xact_start)::bigint AS xact_seconds,
+       string_agg(DISTINCT c.relname::text, ', ' ORDER BY c.relname::text) AS tables
+FROM pg_catalog.pg_locks AS l
+JOIN pg_catalog.pg_class AS c ON c.oid = l.relation
+JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+LEFT JOIN pg_catalog.pg_stat_activity AS a ON a.pid = l.pid
+WHERE n.nspname = :schema_name AND c.relkind IN ('r', 'p') AND l.granted
+  AND l.pid <> pg_backend_pid()
+GROUP BY l.pid, a.state, a.xact_start
+ORDER BY a.xact_start NULLS LAST
+LIMIT 5

@@ -26,8 +26,21 @@ WITH clock AS (
     RETURNING w.count
 )
 SELECT EXISTS (SELECT 1 FROM counted) AS allowed,
-       win.start_us + :window_us::bigint - win.now_us AS retry_after_us
+       win.start_us + :window_us::bigint - win.now_us AS retry_after_us,
+       win.start_us AS window_start_us
 FROM win
+
+-- name: refund_rate
+-- Gives one counted call back to its own window; count > 0 keeps a repeated refund from going below zero.
+WITH refunded AS (
+    UPDATE {schema}.rate_limit_windows
+    SET count = count - 1
+    WHERE key = :key::text
+      AND window_start = to_timestamp(0) + :window_start_us::bigint * interval '1 microsecond'
+      AND count > 0
+    RETURNING 1
+)
+SELECT count(*) AS refunded FROM refunded
 
 -- name: reserve_slot
 -- Picks a free or expired slot and claims it in one upsert; ON CONFLICT re-checks that slot's latest row, so two racers never share it.

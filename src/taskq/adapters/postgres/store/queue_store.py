@@ -20,6 +20,7 @@ from taskq.adapters.postgres.store.reads import ReadOps
 from taskq.adapters.postgres.store.retention import RetentionOps
 from taskq.adapters.postgres.store.workers import WorkerOps
 from taskq.domain.job import EnqueueResult, NewJob
+from taskq.domain.storable import check_new_jobs
 from taskq.ports.store_params import (
     CAP_ADVISORY_LOCKS,
     CAP_DURABLE,
@@ -90,12 +91,23 @@ class PostgresQueueStore(
         self, jobs: Sequence[NewJob], *, now: datetime | None = None
     ) -> list[EnqueueResult]:
         self._begin(now)
+        check_new_jobs(jobs)  # no statement the server would refuse (JSON: the server checks)
         return await self._enqueuer.enqueue_many(self._driver, jobs, now, bound=False)
 
     def _bound_enqueuer(self, driver: Driver) -> BoundEnqueuer:
         """A JobEnqueuer running on ``driver`` (one caller-owned connection)."""
         self._begin()
-        return BoundEnqueuer(driver, self._enqueuer)
+        return _CheckedBoundEnqueuer(driver, self._enqueuer)
+
+
+class _CheckedBoundEnqueuer(BoundEnqueuer):
+    """A bound enqueuer that refuses unstorable jobs before touching the caller's transaction."""
+
+    async def enqueue_many(
+        self, jobs: Sequence[NewJob], *, now: datetime | None = None
+    ) -> list[EnqueueResult]:
+        check_new_jobs(jobs)
+        return await super().enqueue_many(jobs, now=now)
 
 
 if TYPE_CHECKING:

@@ -1,0 +1,152 @@
+"""Values Postgres cannot store are refused by every adapter, with ValueError.
+
+Postgres ``text`` cannot hold NUL, ``jsonb`` refuses the ``\\u0000`` escape,
+``integer`` columns are 32-bit and ``max_attempts`` is at least 1. The memory
+adapter refuses the same values, so application tests fail where production
+would. A refused enqueue (or batch) stores nothing; a refused result changes
+nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from contracts.harness import EPOCH, Harness
+from contracts.helpers import at, enqueue_and_claim, get, new_job
+from taskq.domain.job import JSON
+from taskq.domain.status import JobStatus
+from taskq.ports.store_params import Finish
+
+INT32_MIN = -(2**31)
+INT32_MAX = 2**31 - 1
+NUL = "\x00"
+#: What a refusal names: the NUL (as a character or jsonb's \u0000 escape) or the integer field.
+REFUSAL = r"(?i)\bNUL\b|\\u0000|unicode escape|priority|max_attempts"
+
+#: Each text field of a new job, set to a value holding NUL.
+NUL_TEXT_FIELDS: dict[str, dict[str, Any]] = {
+    "queue": {"queue": f"q{NUL}"},
+    "actor": {"actor": f"a{NUL}"},
+    "identity_key": {"identity_key": f"k{NUL}"},
+    "idempotency_key": {"idempotency_key": f"{NUL}idem"},
+    "fairness_key": {"fairness_key": f"tenant{NUL}1"},
+    "tags": {"tags": ("ok", f"t{NUL}")},
+    "trace_id": {"trace_id": NUL},
+    "span_id": {"span_id": f"s{NUL}"},
+}
+
+#: JSON documents (payload, metadata) holding NUL in a key or in a nested string.
+NUL_DOCUMENTS: dict[str, dict[str, JSON]] = {
+    "value": {"s": f"a{NUL}b"},
+    "key": {f"k{NUL}": 1},
+    "nested": {"items": [1, {"deep": ["x", NUL]}]},
+}
+
+#: Integer fields and values outside what their column holds.
+BAD_INTEGERS: list[tuple[str, int]] = [
+    ("priority", INT32_MAX + 1),
+    ("priority", INT32_MIN - 1),
+    ("priority", 2**63),
+    ("max_attempts", INT32_MAX + 1),
+    ("max_attempts", 0),
+    ("max_attempts", -1),
+]
+
+
+async def _refused(harness: Harness, **fields: Any) -> None:
+    """One enqueue with ``fields`` raises ValueError and stores nothing."""
+    with pytest.raises(ValueError, match=REFUSAL):
+        await harness.store.enqueue(new_job(**fields), now=EPOCH)
+    assert await harness.store.count_active() == 0
+
+
+@pytest.mark.parametrize("fields", NUL_TEXT_FIELDS.values(), ids=NUL_TEXT_FIELDS.keys())
+async def test_text_with_nul_is_refused(harness: Harness, fields: dict[str, Any]) -> None:
+    """A text field holding NUL is refused with ValueError; nothing is stored."""
+    await _refused(harness, **fields)
+
+
+@pytest.mark.parametrize("column", ["payload", "metadata"])
+@pytest.mark.parametrize("document", NUL_DOCUMENTS.values(), ids=NUL_DOCUMENTS.keys())
+async def test_json_with_nul_is_refused(
+    harness: Harness, column: str, document: dict[str, JSON]
+) -> None:
+    """A payload or metadata string (key or value, at any depth) holding NUL is refused."""
+    await _refused(harness, **{column: document})
+
+
+async def test_json_with_an_escaped_backslash_before_u0000_is_stored(harness: Harness) -> None:
+    """A literal backslash followed by ``u0000`` is no NUL: it is stored and read back unchanged."""
+    text = "\\u0000 and \\\\u0000"
+    job = new_job(payload={"s": text, "\\u0000": 1}, metadata={"m": "\\" + "u0000"})
+    result = await harness.store.enqueue(job, now=EPOCH)
+    got = await get(harness.store, result.job_id)
+    assert dict(got.payload) == {"s": text, "\\u0000": 1}
+    assert dict(got.metadata) == {"m": "\\u0000"}
+
+
+@pytest.mark.parametrize(("field", "value"), BAD_INTEGERS, ids=lambda v: str(v))
+async def test_integer_outside_its_column_is_refused(
+    harness: Harness, field: str, value: int
+) -> None:
+    """priority outside int32, or max_attempts outside 1..int32, is refused with ValueError."""
+    await _refused(harness, **{field: value})
+
+
+async def test_integer_bounds_are_stored(harness: Harness) -> None:
+    """The int32 extremes of priority, and max_attempts 1 and INT32_MAX, read back unchanged."""
+    store = harness.store
+    for priority, max_attempts in [(INT32_MAX, 1), (INT32_MIN, INT32_MAX)]:
+        job = new_job(priority=priority, max_attempts=max_attempts)
+        got = await get(store, (await store.enqueue(job, now=EPOCH)).job_id)
+        assert (got.priority, got.max_attempts) == (priority, max_attempts)
+
+
+@pytest.mark.parametrize("size", [2, 250], ids=["small", "big"])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"queue": f"q{NUL}"},
+        {"payload": {"s": NUL}},
+        {"metadata": {"s": NUL}},
+        {"priority": INT32_MAX + 1},
+        {"max_attempts": 0},
+    ],
+    ids=["queue", "payload", "metadata", "priority", "max_attempts"],
+)
+async def test_a_batch_with_one_unstorable_job_stores_nothing(
+    harness: Harness, size: int, bad: dict[str, Any]
+) -> None:
+    """enqueue_many refuses a whole batch (small, or big enough to bulk-load) for one bad job."""
+    jobs = [new_job(payload={"i": i}) for i in range(size)]
+    jobs[-1] = new_job(**bad)
+    with pytest.raises(ValueError, match=REFUSAL):
+        await harness.store.enqueue_many(jobs, now=EPOCH)
+    assert await harness.store.count_active() == 0
+
+
+async def test_a_keyed_batch_with_one_unstorable_key_stores_nothing(harness: Harness) -> None:
+    """A batch of keyed jobs, one key holding NUL, is refused whole."""
+    jobs = [new_job(identity_key=f"k{i}") for i in range(3)] + [new_job(identity_key=NUL)]
+    with pytest.raises(ValueError, match=REFUSAL):
+        await harness.store.enqueue_many(jobs, now=EPOCH)
+    assert await harness.store.count_active() == 0
+
+
+async def test_a_result_with_nul_is_refused_and_the_job_stays_running(harness: Harness) -> None:
+    """finish with a result holding NUL raises ValueError and leaves the job running, owned."""
+    store = harness.store
+    claimed = await enqueue_and_claim(store)
+    bad = Finish(lease=claimed.lease, status=JobStatus.SUCCEEDED, result={"r": NUL}, now=at(1))
+    with pytest.raises(ValueError, match=REFUSAL):
+        await store.finish(bad)
+    with pytest.raises(ValueError, match=REFUSAL):
+        await store.finish_many([bad])
+    got = await get(store, claimed.id)
+    assert (got.status, got.fencing_token, got.result) == (
+        JobStatus.RUNNING,
+        claimed.fencing_token,
+        None,
+    )

@@ -1,0 +1,89 @@
+"""What every store can hold: the portable limits on a new job's values.
+
+Postgres sets them: ``text`` cannot hold NUL, ``jsonb`` refuses the
+``\\u0000`` escape, integer columns are 32-bit and ``max_attempts`` is at least
+1 (a check constraint). The memory adapter keeps the same limits, so an
+application test fails where production would, and the Postgres store checks
+them before it sends a statement the server would refuse. A value past them
+raises ``ValueError``, which is also what the drivers raise for a value the
+database refuses.
+
+The checks are a few C-level ``in`` tests and comparisons per job: they run on
+every enqueue.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Final
+
+from taskq.domain.job import NewJob
+
+INT32_MIN: Final = -(2**31)
+INT32_MAX: Final = 2**31 - 1
+NUL: Final = "\x00"
+
+#: A ``\u0000`` escape in JSON text, not a literal backslash followed by ``u0000``:
+#: the escape's backslash is preceded by whole ``\\`` pairs only.
+_JSON_NUL_ESCAPE: Final = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
+
+
+def _nul_in(field: str, value: str | None) -> None:
+    if value is not None and NUL in value:
+        raise ValueError(f"NewJob.{field} holds a NUL character, which no store can keep")
+
+
+def check_new_job(job: NewJob) -> None:
+    """Raise ``ValueError`` naming the field when ``job`` holds a value no store can keep.
+
+    Payload and metadata are checked where they are serialised
+    (:func:`check_json_text`), so each is encoded once.
+    """
+    if NUL in job.queue or NUL in job.actor:
+        _nul_in("queue", job.queue)
+        _nul_in("actor", job.actor)
+    if job.identity_key is not None or job.idempotency_key is not None:
+        _nul_in("identity_key", job.identity_key)
+        _nul_in("idempotency_key", job.idempotency_key)
+    _nul_in("fairness_key", job.fairness_key)
+    if job.trace_id is not None or job.span_id is not None:
+        _nul_in("trace_id", job.trace_id)
+        _nul_in("span_id", job.span_id)
+    if job.tags and NUL in "".join(job.tags):
+        raise ValueError("NewJob.tags holds a NUL character, which no store can keep")
+    if not INT32_MIN <= job.priority <= INT32_MAX:
+        raise ValueError(
+            f"NewJob.priority must be within [{INT32_MIN}, {INT32_MAX}], got {job.priority}"
+        )
+    attempts = job.max_attempts
+    if attempts is not None and not 1 <= attempts <= INT32_MAX:
+        raise ValueError(
+            f"NewJob.max_attempts must be None or within [1, {INT32_MAX}], got {attempts}"
+        )
+
+
+def check_new_jobs(jobs: Iterable[NewJob]) -> None:
+    """:func:`check_new_job` for each job, before anything is written."""
+    for job in jobs:
+        check_new_job(job)
+
+
+def check_json_text(text: str, what: str) -> None:
+    """Raise ``ValueError`` when JSON ``text`` encodes a NUL (``jsonb`` refuses ``\\u0000``).
+
+    ``text`` is JSON as the standard encoders write it: NUL only ever appears
+    as the ``\\u0000`` escape.
+    """
+    if "\\u0000" in text and _JSON_NUL_ESCAPE.search(text) is not None:
+        raise ValueError(f"{what} holds a NUL character, which no store can keep")
+
+
+__all__ = [
+    "INT32_MAX",
+    "INT32_MIN",
+    "NUL",
+    "check_json_text",
+    "check_new_job",
+    "check_new_jobs",
+]
