@@ -268,13 +268,28 @@ _CLAIM_LITERALS: Final = {
     "worker_id": "'plan-check'",
     "lease": "interval '60 seconds'",
     "is_leader": "false",
+    # The terminal writes that may travel with the claim: none here.
+    **{
+        name: "'{}'"
+        for name in (
+            "job_id",
+            "fencing_token",
+            "status",
+            "result",
+            "error",
+            "error_class",
+            "result_ttl",
+            "finished_now",
+            "started_ago",
+        )
+    },
 }
 
 
 async def plan_check(dsn: str, schema: str, pending: int = 1_000) -> PlanResult:
     """EXPLAIN the worker's claim after ANALYZE: custom and generic plan.
 
-    A worker on one queue runs ``claim_fifo_one``, the statement checked here;
+    A worker on one queue runs ``finish_and_claim``, the statement checked here;
     the heartbeat is checked too (the drain left dead running-index entries).
 
     The drained table holds many finished rows; ``pending`` more jobs are
@@ -284,7 +299,7 @@ async def plan_check(dsn: str, schema: str, pending: int = 1_000) -> PlanResult:
     """
     async with JobsClient.connect(dsn, driver="asyncpg", schema=schema) as client:
         await client.enqueue_many(noop_actors.noop, _payloads(0, pending))
-    query = asyncpg_queries("claim", Schema(schema))["claim_fifo_one"]
+    query = asyncpg_queries("claim", Schema(schema))["finish_and_claim"]
     execute = "EXECUTE taskq_claim({})".format(
         ", ".join(_CLAIM_LITERALS[name] for name in query.params)
     )

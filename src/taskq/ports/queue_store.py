@@ -81,9 +81,20 @@ class JobClaimer(Protocol):
       ``delay``, attempt refunded. Raises ``LeaseLost`` when not owned.
     - ``drain_unstarted`` re-pends this worker's running jobs that never
       started (attempt refunded) and returns how many.
+    - ``finish_and_claim`` is ``JobFinisher.finish_many(finishes)`` followed
+      by ``claim(request)`` as one call (a busy worker sends the jobs it
+      finished with its next claim: one round trip and, on Postgres, one
+      commit per round). It returns the leases that were not owned and the
+      claimed jobs. The writes come first: a job finished here is never
+      claimed by the same call. A call that raises may have written all or
+      none of the finishes (never some), and claimed nothing.
     """
 
     async def claim(self, request: ClaimRequest) -> list[ClaimedJob]: ...
+
+    async def finish_and_claim(
+        self, finishes: Sequence[Finish], request: ClaimRequest
+    ) -> tuple[list[Lease], list[ClaimedJob]]: ...
 
     async def mark_started(
         self,

@@ -53,6 +53,7 @@ LITERALS: Final[Mapping[str, str]] = {
     "error": "'{NULL,NULL,NULL}'",
     "error_class": "'{NULL,NULL,NULL}'",
     "result_ttl": "'{1 day,1 day,1 day}'",
+    "finished_now": "'{NULL,NULL,NULL}'",
     "key_actor": "'{a1}'",
     "identity_key": "'{k1}'",
     "idempotency_key": "'{i1}'",
@@ -108,11 +109,10 @@ OVERRIDES: Final[Mapping[str, Mapping[str, str]]] = {
 #: Statements that read jobs by a condition other than the primary key.
 STATEMENTS: Final = (
     "claim.claim_fifo",
-    "claim.claim_fifo_one",
+    "claim.finish_and_claim",
     "claim.claim_mixed",
     "claim.mark_started",
     "claim.drain_unstarted",
-    "finish.finish_jobs",
     "finish.reschedule_job",
     "finish.escalate_cancel",
     "enqueue.insert_job_keyed",

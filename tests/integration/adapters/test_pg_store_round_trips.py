@@ -28,6 +28,21 @@ pytestmark = pytest.mark.integration
 
 BULK = 20_000
 LEASE = timedelta(seconds=60)
+#: finish_and_claim's write arrays when it only claims.
+NO_WRITES: dict[str, Any] = {
+    name: []
+    for name in (
+        "job_id",
+        "fencing_token",
+        "status",
+        "result",
+        "error",
+        "error_class",
+        "result_ttl",
+        "finished_now",
+        "started_ago",
+    )
+}
 
 
 @pytest.fixture
@@ -81,16 +96,22 @@ async def test_bulk_enqueue_is_one_statement_with_one_wake_up(
 
 
 async def test_claim_and_finish_many_are_one_statement_each(schema: Schema, store: Any) -> None:
-    """A strict-FIFO claim and a finish_many of its jobs are one round trip each."""
-    await store.enqueue_many([NewJob(actor="a") for _ in range(50)])
+    """A strict-FIFO claim and a finish_many of its jobs are one round trip each, and
+    finish_and_claim (the worker's round: the last batch's outcomes, the next claim) one."""
+    await store.enqueue_many([NewJob(actor="a") for _ in range(100)])
     counted, calls = counted_store(store, schema)
     claimed = await counted.claim(claim_request("w1", 50))
     assert len(claimed) == 50
     lost = await counted.finish_many(
-        [Finish(lease=c.lease, status=JobStatus.SUCCEEDED) for c in claimed]
+        [Finish(lease=c.lease, status=JobStatus.SUCCEEDED) for c in claimed[:25]]
     )
     assert lost == []
-    assert calls.calls == ["claim_fifo_one", "finish_jobs"]
+    lost, again = await counted.finish_and_claim(
+        [Finish(lease=c.lease, status=JobStatus.SUCCEEDED) for c in claimed[25:]],
+        claim_request("w1", 50),
+    )
+    assert (lost, len(again)) == ([], 50)
+    assert calls.calls == ["finish_and_claim"] * 3
 
 
 async def test_claim_on_two_queues_uses_the_multi_queue_statement(
@@ -161,7 +182,10 @@ async def test_concurrent_claims_never_exceed_max_concurrent(
 
 @pytest.mark.parametrize(
     ("name", "queue_params"),
-    [("claim_fifo", {"queues": ["default"]}), ("claim_fifo_one", {"queue": "default"})],
+    [
+        ("claim_fifo", {"queues": ["default"]}),
+        ("finish_and_claim", {"queue": "default", **NO_WRITES}),
+    ],
 )
 async def test_strict_fifo_claim_reads_the_dispatch_index_despite_stale_statistics(
     dsn: str, name: str, queue_params: dict[str, Any]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from taskq.adapters.memory.store_admin import AdminOps
@@ -12,7 +13,8 @@ from taskq.adapters.memory.store_finish import FinishOps
 from taskq.adapters.memory.store_maintenance import MaintenanceOps
 from taskq.adapters.memory.store_reads import ReadOps
 from taskq.adapters.memory.store_workers import WorkerOps
-from taskq.ports.store_params import CAP_ADVISORY_LOCKS, CAP_LISTEN_NOTIFY
+from taskq.domain.job import ClaimedJob, Lease
+from taskq.ports.store_params import CAP_ADVISORY_LOCKS, CAP_LISTEN_NOTIFY, ClaimRequest, Finish
 
 #: Memory has a leader lock and wake-ups, but no durability, no caller
 #: transactions, and no sharing across processes.
@@ -46,6 +48,14 @@ class MemoryQueueStore(
 
     async def ping(self) -> None:
         await self._begin()
+
+    async def finish_and_claim(
+        self, finishes: Sequence[Finish], request: ClaimRequest
+    ) -> tuple[list[Lease], list[ClaimedJob]]:
+        # One atomic step, as Postgres's one statement: the writes, then the claim.
+        now = await self._begin(request.now)
+        lost = self._finish_many_now(finishes)
+        return lost, self._claim_now(request, now)
 
     async def close(self) -> None:
         self._closed = True

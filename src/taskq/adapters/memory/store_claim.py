@@ -14,7 +14,10 @@ from taskq.ports.store_params import ClaimRequest, aligned_started_ago
 
 class ClaimOps(StoreCore):
     async def claim(self, request: ClaimRequest) -> list[ClaimedJob]:
-        now = await self._begin(request.now)
+        return self._claim_now(request, await self._begin(request.now))
+
+    def _claim_now(self, request: ClaimRequest, now: datetime) -> list[ClaimedJob]:
+        """claim after ``_begin``: no await, so it is atomic with what precedes it."""
         if request.limit <= 0:
             return []
         expires = lease_until(now, request.lease)

@@ -30,6 +30,10 @@ class FinishOps(StoreCore):
 
     async def finish_many(self, outcomes: Sequence[Finish]) -> list[Lease]:
         await self._begin()
+        return self._finish_many_now(outcomes)
+
+    def _finish_many_now(self, outcomes: Sequence[Finish]) -> list[Lease]:
+        """finish_many after ``_begin``: no await, so it is atomic with what follows it."""
         # Validate the whole batch before the first write: it is one statement.
         for outcome in outcomes:
             _check_terminal(outcome)

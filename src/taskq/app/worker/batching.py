@@ -9,6 +9,12 @@ batch, so a busy worker batches naturally and an idle one adds no latency.
 
 Each submitter gets a future with its own item's result; a flush that
 raises fails every future of that batch with the same error.
+
+Another round trip can carry the items instead: :meth:`take` hands them
+over (the caller answers them with :meth:`settle` or :meth:`fail`), and
+while a caller announces such a trip (:meth:`hold`) the flusher waits for
+it, so what accumulates meanwhile rides on the next one. The worker's
+producer does this with terminal writes: they travel with its next claim.
 """
 
 from __future__ import annotations
@@ -38,6 +44,8 @@ class GroupCommit(Generic[T, R]):
         self._queue: list[tuple[T, asyncio.Future[R]]] = []
         self._has_items = asyncio.Event()
         self._closing = False
+        self._holds = 0
+        self._released = asyncio.Event()
         self.flushes = 0
 
     def __repr__(self) -> str:
@@ -59,6 +67,12 @@ class GroupCommit(Generic[T, R]):
             await self._has_items.wait()
             # One yield: consumers that finished in this loop iteration join the batch.
             await asyncio.sleep(0)
+            while self._holds and not self._closing:
+                # A trip that carries items is under way: what is queued waits for the next
+                # one (which the holder starts in the same step as it lets go, if at all).
+                self._released.clear()
+                await self._released.wait()
+                await asyncio.sleep(0)
             while self._queue:
                 await self._flush_one()
             self._has_items.clear()
@@ -69,28 +83,54 @@ class GroupCommit(Generic[T, R]):
         """Stop accepting items, let ``runner`` write what is queued, then end it."""
         self._closing = True
         self._has_items.set()
+        self._released.set()  # a held flusher writes what is left now
         if runner is not None and not runner.done():
             await runner
         # Without a live runner, nobody will answer: write what is left here.
         while self._queue:
             await self._flush_one()
 
-    async def _flush_one(self) -> None:
+    def hold(self) -> None:
+        """A trip that may carry items has started: the flusher waits until :meth:`release`."""
+        self._holds += 1
+
+    def release(self) -> None:
+        self._holds -= 1
+        if not self._holds:
+            self._released.set()
+
+    def take(self) -> list[tuple[T, asyncio.Future[R]]]:
+        """Hand over what is queued (at most ``max_batch``) for another round trip to write."""
         batch, self._queue = self._queue[: self._max_batch], self._queue[self._max_batch :]
+        return batch
+
+    @staticmethod
+    def fail(batch: Sequence[tuple[T, asyncio.Future[R]]], exc: BaseException | None) -> None:
+        """The trip carrying ``batch`` failed with ``exc`` (None: it was cancelled)."""
+        for _, future in batch:
+            if not future.done():
+                if exc is None:
+                    future.cancel()
+                else:
+                    future.set_exception(exc)
+
+    async def _flush_one(self) -> None:
+        batch = self.take()
         items = [item for item, _ in batch]
         try:
             results = await self._flush(items)
         except Exception as exc:
-            for _, future in batch:
-                if not future.done():
-                    future.set_exception(exc)
+            self.fail(batch, exc)
             return
         except BaseException:
-            for _, future in batch:
-                future.cancel()
+            self.fail(batch, None)
             raise
         finally:
             self.flushes += 1
+        self.settle(batch, results)
+
+    def settle(self, batch: Sequence[tuple[T, asyncio.Future[R]]], results: Sequence[R]) -> None:
+        """Answer each item of ``batch`` with its result (one per item, in order)."""
         if len(results) != len(batch):
             error = RuntimeError(
                 f"{self.name}: flush returned {len(results)} results for {len(batch)} items"

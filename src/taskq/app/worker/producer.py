@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 
 from taskq.app.worker import events
+from taskq.app.worker.batching import GroupCommit
 from taskq.app.worker.state import WorkerState
 from taskq.app.worker.waiting import wait_event
 from taskq.domain.errors import TaskQError
@@ -61,25 +62,50 @@ async def run_producer(state: WorkerState) -> None:
 
 
 async def _claim(state: WorkerState, actors: list[str], limit: int) -> int | None:
-    """One claim into the local queue; the number claimed, None when the store failed."""
+    """One claim into the local queue; the number claimed, None when the store failed.
+
+    The terminal writes consumers queued since the last round travel with it
+    (``finish_and_claim``): one round trip, one commit, for both.
+    """
     if not state.queues or not actors:
         return 0
     async with state.claim_lock:
         if state.producer_stop.is_set():
             return 0
+        request = ClaimRequest(
+            worker_id=state.worker_id,
+            queues=state.queues,
+            actors=actors,
+            limit=limit,
+            lease=state.lease,
+        )
+        writes = state.completer
+        carried = writes.take() if writes is not None else []
+        if writes is not None:
+            writes.hold()  # what is finished meanwhile waits for the next round
         try:
-            jobs = await state.store.claim(
-                ClaimRequest(
-                    worker_id=state.worker_id,
-                    queues=state.queues,
-                    actors=actors,
-                    limit=limit,
-                    lease=state.lease,
+            if carried:
+                lost, jobs = await state.store.finish_and_claim(
+                    [finish for finish, _ in carried], request
                 )
-            )
+            else:
+                jobs = await state.store.claim(request)
         except TaskQError as exc:
+            GroupCommit.fail(carried, exc)
             events.emit(events.PRODUCER_CLAIM_FAILED, logging.WARNING, error=str(exc))
             return None
+        except Exception as exc:
+            GroupCommit.fail(carried, exc)
+            raise
+        except BaseException:
+            GroupCommit.fail(carried, None)
+            raise
+        finally:
+            if writes is not None:
+                writes.release()
+        if carried and writes is not None:
+            not_held = set(lost)
+            writes.settle(carried, [finish.lease in not_held for finish, _ in carried])
         for job in jobs:
             # Never blocks: only the producer puts, and it asked for no more than the free slots.
             state.local_queue.put_nowait(job)

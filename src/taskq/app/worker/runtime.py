@@ -192,6 +192,7 @@ class Worker:
             _finish_flush(store),
             max_batch=MAX_WRITE_BATCH,
         )
+        state.completer = completer
         marks = StartMarks(state)
         state.start_marks = marks
         dispatcher = Dispatcher(state, scopes, completer=completer, marks=marks)

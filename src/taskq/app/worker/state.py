@@ -11,6 +11,7 @@ from datetime import timedelta
 from typing import Any, Literal, Protocol
 
 from taskq.app.settings import WorkerSettings
+from taskq.app.worker.batching import GroupCommit
 from taskq.app.worker.liveness import Liveness
 from taskq.app.worker.local_queue import LocalQueue
 from taskq.app.worker.ports import WorkerPorts
@@ -20,6 +21,7 @@ from taskq.domain.cancel import CancelController, GracePeriods
 from taskq.domain.job import ClaimedJob
 from taskq.ports.clock import Clock
 from taskq.ports.queue_store import QueueStore
+from taskq.ports.store_params import Finish
 
 #: Why a job's cancel_event was set. A user request ends the job ``cancelled``;
 #: a shutdown lets it be retried (see ``consumer``); a lost lease only stops it.
@@ -179,6 +181,8 @@ class WorkerState:
     sibling_crashes: Counter[str] = field(default_factory=Counter)
     #: Writes start marks for jobs still running a moment after they started (the runtime's).
     start_marks: StartMarksLike | None = None
+    #: The consumers' batched terminal writes; the producer sends them along with its claims.
+    completer: GroupCommit[Finish, bool] | None = None
     local_queue: LocalQueue[ClaimedJob] = field(init=False)
     cancel_controller: CancelController = field(init=False)
     liveness: Liveness = field(init=False)

@@ -63,3 +63,65 @@ async def test_close_writes_what_is_queued_and_refuses_more() -> None:
     assert pending.done()
     with pytest.raises(RuntimeError, match="closed"):
         await batcher.submit(2)
+
+
+async def test_a_hold_keeps_items_for_the_trip_that_takes_them() -> None:
+    """While a trip that carries items is announced, the flusher writes nothing; the
+    trip takes what is queued and answers it; what is left after release is flushed."""
+    batches: list[list[int]] = []
+
+    async def flush(items: Sequence[int]) -> list[int]:
+        batches.append(list(items))
+        return [-i for i in items]
+
+    batcher: GroupCommit[int, int] = GroupCommit("t", flush)
+    runner = asyncio.create_task(batcher.run())
+    batcher.hold()
+    carried = [batcher.submit(1), batcher.submit(2)]
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert batches == []  # held: nothing flushed on its own
+    taken = batcher.take()
+    assert [item for item, _ in taken] == [1, 2]
+    later = batcher.submit(3)
+    batcher.settle(taken, [10, 20])
+    assert [f.result() for f in carried] == [10, 20]
+    batcher.release()
+    assert await later == -3
+    assert batches == [[3]]
+    await batcher.close(runner)
+
+
+async def test_a_failed_or_cancelled_trip_fails_the_items_it_took() -> None:
+    """fail(batch, exc) sets exc on each future; fail(batch, None) cancels them."""
+
+    async def flush(items: Sequence[int]) -> list[int]:
+        return list(items)
+
+    batcher: GroupCommit[int, int] = GroupCommit("t", flush)
+    first = batcher.submit(1)
+    GroupCommit.fail(batcher.take(), ConnectionError("down"))
+    with pytest.raises(ConnectionError):
+        await first
+    second = batcher.submit(2)
+    GroupCommit.fail(batcher.take(), None)
+    assert second.cancelled()
+    await batcher.close(None)
+
+
+async def test_close_ends_a_held_flusher_and_writes_what_is_left() -> None:
+    """A hold never outlives close: the flusher writes what is queued and stops."""
+    written: list[int] = []
+
+    async def flush(items: Sequence[int]) -> list[None]:
+        written.extend(items)
+        return [None] * len(items)
+
+    batcher: GroupCommit[int, None] = GroupCommit("t", flush)
+    runner = asyncio.create_task(batcher.run())
+    batcher.hold()
+    pending = batcher.submit(7)
+    await asyncio.sleep(0)
+    await asyncio.wait_for(batcher.close(runner), 5)
+    assert written == [7]
+    assert pending.done()

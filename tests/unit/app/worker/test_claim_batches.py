@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import pytest
@@ -12,8 +12,9 @@ from tests.unit.app.worker.harness import WorkerRun, make_settings
 
 from taskq.adapters.memory import FakeClock, MemoryBackend, MemoryQueueStore
 from taskq.app.actors import actor
-from taskq.domain.job import ClaimedJob
-from taskq.ports.store_params import ClaimRequest
+from taskq.domain.job import ClaimedJob, Lease
+from taskq.domain.status import JobStatus
+from taskq.ports.store_params import ClaimRequest, Finish
 
 
 class Item(BaseModel):
@@ -41,6 +42,9 @@ class ClaimLog:
     def __init__(self, inner: MemoryQueueStore) -> None:
         self._inner = inner
         self.limits: list[int] = []
+        #: Terminal writes sent with a claim, and sent on their own, per call.
+        self.carried: list[int] = []
+        self.flushed: list[int] = []
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
@@ -48,6 +52,34 @@ class ClaimLog:
     async def claim(self, request: ClaimRequest) -> list[ClaimedJob]:
         self.limits.append(request.limit)
         return await self._inner.claim(request)
+
+    async def finish_and_claim(
+        self, finishes: Sequence[Finish], request: ClaimRequest
+    ) -> tuple[list[Lease], list[ClaimedJob]]:
+        self.limits.append(request.limit)
+        self.carried.append(len(finishes))
+        return await self._inner.finish_and_claim(finishes, request)
+
+
+class RoundTrips(ClaimLog):
+    """A claim that takes a few loop turns, as a database round trip does: consumers
+    finish jobs while it is under way."""
+
+    async def claim(self, request: ClaimRequest) -> list[ClaimedJob]:
+        for _ in range(5):
+            await asyncio.sleep(0)
+        return await super().claim(request)
+
+    async def finish_and_claim(
+        self, finishes: Sequence[Finish], request: ClaimRequest
+    ) -> tuple[list[Lease], list[ClaimedJob]]:
+        for _ in range(5):
+            await asyncio.sleep(0)
+        return await super().finish_and_claim(finishes, request)
+
+    async def finish_many(self, outcomes: Sequence[Finish]) -> list[Lease]:
+        self.flushed.append(len(outcomes))
+        return await self._inner.finish_many(outcomes)
 
 
 async def test_a_busy_worker_claims_only_once_half_the_queue_is_free(
@@ -70,4 +102,32 @@ async def test_a_busy_worker_claims_only_once_half_the_queue_is_free(
     for _ in range(20):
         GATE[0].release()
     await clock.run_until_idle()
+    assert await run.stop() == 0
+
+
+@actor
+async def quick(payload: Item) -> None:
+    """Returns at once: a busy worker's round is claim, run, write."""
+
+
+async def test_finished_jobs_travel_with_the_next_claim(
+    backend: MemoryBackend, clock: FakeClock, client: MemoryQueueStore
+) -> None:
+    """A busy worker sends the outcomes its consumers queued with its next claim (one
+    round trip for both); once no claim follows, the rest are written on their own.
+    Every job ends exactly once."""
+    ids = [
+        (await client.enqueue(quick.new_job({"n": n}, now=clock.now()))).job_id for n in range(60)
+    ]
+    store = RoundTrips(backend.store())
+    settings = make_settings(max_concurrency=4, notify_enabled=False, poll_interval=60.0)
+    run = WorkerRun(backend, clock, {"quick": quick}, settings, store=store)
+    await run.start()
+    await clock.run_until_idle()
+    jobs = [await client.get(i) for i in ids]
+    assert all(job is not None and job.status is JobStatus.SUCCEEDED for job in jobs)
+    assert sum(store.carried) + sum(store.flushed) == 60
+    assert sum(store.carried) >= 40, (store.carried, store.flushed)
+    for i in ids:
+        assert [a.outcome for a in await client.attempts(i)] == ["succeeded"]
     assert await run.stop() == 0

@@ -1,4 +1,5 @@
--- Claiming due work (JobClaimer): the dispatch claim, start marks, release, drain.
+-- Claiming due work (JobClaimer): the dispatch claim (with the terminal writes that ride
+-- along with it), start marks, release, drain.
 --
 -- A claim computes exactly taskq.domain.dispatch.select_for_dispatch.
 -- claim_fifo, the common case (only strict_fifo queues, no capped actor): per requested
@@ -78,9 +79,66 @@ FROM simple s
 LEFT JOIN (claimed cl JOIN picked p ON p.id = cl.id) ON true
 ORDER BY p.ord
 
--- name: claim_fifo_one
--- claim_fifo for a worker on exactly one queue (the usual case): with no unnest to misestimate, Postgres can settle on a generic plan instead of planning every claim.
-WITH req AS MATERIALIZED (
+-- name: finish_and_claim
+-- Terminal writes for many leases (possibly none), then claim_fifo for a worker on one queue (possibly nothing: :limit 0): one statement, one commit per round; the constant bound keeps its plan generic.
+WITH src AS (
+    SELECT *
+    FROM unnest(
+        :job_id::bigint[], :fencing_token::bigint[], :status::text[], :result::text[],
+        :error::text[], :error_class::text[], :result_ttl::interval[], :finished_now::timestamptz[],
+        :started_ago::interval[]
+    ) AS s(job_id, fencing_token, status, result, error, error_class, result_ttl, now,
+           started_ago)
+),
+locked AS (
+    -- By primary key only, then checked: a status test here would let the planner scan a
+    -- partial index full of finished jobs' dead entries instead of probing the ids.
+    SELECT j.id, j.actor, j.attempt, j.locked_by, j.started_at, j.status, j.fencing_token
+    FROM {schema}.jobs j
+    WHERE j.id = ANY (:job_id::bigint[])
+    ORDER BY j.id
+    FOR UPDATE OF j
+),
+owned AS (
+    -- An unmarked start (the worker skips the mark for short jobs) began started_ago ago.
+    SELECT l.id, l.actor, l.attempt, l.locked_by,
+           coalesce(l.started_at, coalesce(s.now, now()) - s.started_ago) AS started_at,
+           s.status, s.result, s.error, s.error_class, s.result_ttl,
+           coalesce(s.now, now()) AS now
+    FROM locked l
+    JOIN src s ON s.job_id = l.id AND s.fencing_token = l.fencing_token
+    WHERE l.status = 'running'
+),
+done AS (
+    UPDATE {schema}.jobs j
+    SET status = o.status,
+        started_at = o.started_at,
+        finished_at = o.now,
+        result = o.result::jsonb,
+        result_expires_at = o.now + coalesce(ac.result_ttl, o.result_ttl),
+        last_error = CASE WHEN o.error IS NOT NULL THEN o.error
+                          WHEN o.error_class IS NOT NULL THEN o.error_class
+                          ELSE j.last_error END,
+        error_class = CASE WHEN o.error IS NOT NULL OR o.error_class IS NOT NULL
+                           THEN o.error_class ELSE j.error_class END,
+        locked_by = NULL,
+        lock_expires_at = NULL
+    FROM owned o
+    LEFT JOIN {schema}.actor_config ac ON ac.actor = o.actor
+    WHERE j.id = o.id
+    RETURNING j.id, j.fencing_token
+),
+recorded AS (
+    -- Attempt rows take worker_id and started_at from the row as it was before the write.
+    INSERT INTO {schema}.job_attempts (
+        job_id, attempt, worker_id, started_at, finished_at, outcome, error_class, error
+    )
+    SELECT o.id, o.attempt, o.locked_by, o.started_at, o.now, o.status, o.error_class, o.error
+    FROM owned o
+    ORDER BY o.id
+    RETURNING job_id
+),
+req AS MATERIALIZED (
     SELECT coalesce(:now::timestamptz, now()) AS now
 ),
 simple AS MATERIALIZED (
@@ -134,7 +192,11 @@ claimed AS (
               j.schedule_to_close, j.fairness_key, j.metadata::text AS metadata, j.trace_id,
               j.span_id
 )
-SELECT s.yes AS simple, cl.*
+-- Every row carries the written leases (the first row always exists: the simple flag).
+SELECT s.yes AS simple,
+       ARRAY(SELECT d.id FROM done d) AS finished_ids,
+       ARRAY(SELECT d.fencing_token FROM done d) AS finished_tokens,
+       cl.*
 FROM simple s
 LEFT JOIN (claimed cl JOIN picked p ON p.id = cl.id) ON true
 ORDER BY p.ord
@@ -308,7 +370,7 @@ WITH src AS (
         AS s(job_id, fencing_token, started_ago)
 ),
 locked AS (
-    -- By primary key only, then checked (see finish_jobs for why).
+    -- By primary key only, then checked (see finish_and_claim for why).
     SELECT j.id, j.fencing_token, j.status
     FROM {schema}.jobs j
     WHERE j.id = ANY (:job_id::bigint[])

@@ -2,7 +2,9 @@
 
 A claim computes exactly what ``taskq.domain.dispatch.select_for_dispatch``
 returns on the same data (see ``queries/claim.sql``). The common case, only
-strict_fifo queues and no capped actor, is one round trip (``claim_fifo``);
+strict_fifo queues and no capped actor, is one round trip (``claim_fifo``;
+on one queue ``finish_and_claim``, which also writes the terminal outcomes a
+worker sends along with its claim, so a busy worker commits once per round);
 when a round_robin queue or a capped actor is involved that statement claims
 nothing and says so, and ``claim_mixed`` computes the full model. The store
 remembers such requests and sends them straight to ``claim_mixed`` (one round
@@ -13,34 +15,49 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Final, cast
+from types import MappingProxyType
+from typing import Final
 
-from taskq.adapters.postgres.driver import Row, TransientConflict
+from taskq.adapters.postgres.driver import TransientConflict
 from taskq.adapters.postgres.store.base import CONFLICT_RETRIES, StoreCore
+from taskq.adapters.postgres.store.finish import NO_CLAIM, FinishBatch
 from taskq.adapters.postgres.store.rows import check_lease, claimed_from_row
 from taskq.domain.errors import LeaseLost
 from taskq.domain.job import ClaimedJob, Lease
-from taskq.ports.store_params import ClaimRequest, aligned_started_ago
+from taskq.ports.store_params import ClaimRequest, Finish, aligned_started_ago
 
 OUTCOME_RELEASED = "released"
 #: How many (queues, actors) request shapes the store remembers as needing claim_mixed.
 MIXED_SHAPES_KEPT: Final = 64
-#: The constant row bound inside claim_fifo_one (it keeps that statement's plan generic);
+#: The constant row bound inside finish_and_claim (it keeps that statement's plan generic);
 #: a larger claim on one queue runs claim_fifo instead.
 CLAIM_BATCH_MAX: Final = 128
+#: finish_and_claim's write parameters when there is nothing to write.
+_NO_WRITES: Final = MappingProxyType(FinishBatch.of([]).params())
 
 
 class ClaimOps(StoreCore):
     async def claim(self, request: ClaimRequest) -> list[ClaimedJob]:
+        _, jobs = await self._finish_and_claim(None, request)
+        return jobs
+
+    async def finish_and_claim(
+        self, finishes: Sequence[Finish], request: ClaimRequest
+    ) -> tuple[list[Lease], list[ClaimedJob]]:
+        return await self._finish_and_claim(FinishBatch.of(finishes), request)
+
+    async def _finish_and_claim(
+        self, batch: FinishBatch | None, request: ClaimRequest
+    ) -> tuple[list[Lease], list[ClaimedJob]]:
+        """The terminal writes of ``batch`` and the claim: one statement on one queue."""
         now = self._begin(request.now)
-        if request.limit <= 0:
-            return []
-        check_lease(request.lease)
+        writes = batch is not None and bool(batch.outcomes)
         # Duplicates would make one queue's scan count twice against the limit.
         queues = list(dict.fromkeys(request.queues))
         actors = list(dict.fromkeys(request.actors))
-        if not queues or not actors:
-            return []
+        if request.limit <= 0 or not queues or not actors:
+            return await self._finish_only(batch), []
+        check_lease(request.lease)
         params: dict[str, object] = {
             "now": now,
             "queues": queues,
@@ -50,11 +67,24 @@ class ClaimOps(StoreCore):
             "lease": request.lease,
         }
         shape = (tuple(queues), tuple(actors))
+        lost: list[Lease] = []
         if shape not in self._mixed_claims:
-            rows = await self._fifo(queues, params)
+            if len(queues) == 1 and request.limit <= CLAIM_BATCH_MAX:
+                one = {key: value for key, value in params.items() if key != "queues"}
+                writing = batch.params() if batch is not None and writes else _NO_WRITES
+                rows = await self._driver.fetch(
+                    "finish_and_claim", queue=queues[0], **one, **writing
+                )
+                if batch is not None and writes:
+                    lost, batch = batch.lost(rows[0] if rows else None), None
+            else:
+                lost, batch = await self._finish_only(batch), None
+                rows = await self._driver.fetch("claim_fifo", **params)
             if rows and rows[0]["simple"]:
-                return [claimed_from_row(row) for row in rows if row["id"] is not None]
+                return lost, [claimed_from_row(row) for row in rows if row["id"] is not None]
         # A round_robin queue or a capped actor is involved (claim_fifo took nothing).
+        if batch is not None:
+            lost = await self._finish_only(batch)
         for attempt in range(CONFLICT_RETRIES):
             try:
                 rows = await self._driver.fetch("claim_mixed", **params)
@@ -64,15 +94,14 @@ class ClaimOps(StoreCore):
                     raise
                 continue
             self._remember_shape(shape, mixed=not (rows and rows[0]["simple"]))
-            return [claimed_from_row(row) for row in rows if row["id"] is not None]
+            return lost, [claimed_from_row(row) for row in rows if row["id"] is not None]
         raise AssertionError("unreachable")
 
-    async def _fifo(self, queues: list[str], params: dict[str, object]) -> Sequence[Row]:
-        """claim_fifo; its single-queue form when there is one queue, so its plan can be cached."""
-        if len(queues) == 1 and cast(int, params["limit"]) <= CLAIM_BATCH_MAX:
-            one = {key: value for key, value in params.items() if key != "queues"}
-            return await self._driver.fetch("claim_fifo_one", queue=queues[0], **one)
-        return await self._driver.fetch("claim_fifo", **params)
+    async def _finish_only(self, batch: FinishBatch | None) -> list[Lease]:
+        if batch is None or not batch.outcomes:
+            return []
+        rows = await self._driver.fetch("finish_and_claim", **batch.params(), **NO_CLAIM)
+        return batch.lost(rows[0] if rows else None)
 
     def _remember_shape(
         self, shape: tuple[tuple[str, ...], tuple[str, ...]], *, mixed: bool

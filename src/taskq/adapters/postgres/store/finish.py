@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
+from types import MappingProxyType
+from typing import Final
 
+from taskq.adapters.postgres.driver import Row
 from taskq.adapters.postgres.store.base import StoreCore
 from taskq.adapters.postgres.store.rows import check_aware, dump_optional_json
 from taskq.domain.errors import IllegalTransition, LeaseLost
@@ -30,53 +34,83 @@ def check_aware_field(name: str, value: datetime) -> datetime:
     return value
 
 
-class FinishOps(StoreCore):
-    async def finish(self, outcome: Finish) -> None:
-        self._begin(outcome.now)
-        _check_terminal(outcome)
-        lost = await self._finish([outcome], [dump_optional_json(outcome.result)])
-        if lost:
-            raise LeaseLost(outcome.lease.job_id, outcome.lease.fencing_token)
+#: finish_and_claim's claim parameters when it only writes (a claim of nothing).
+NO_CLAIM: Final[Mapping[str, object]] = MappingProxyType(
+    {"now": None, "queue": None, "actors": [], "limit": 0, "worker_id": None, "lease": None}
+)
 
-    async def finish_many(self, outcomes: Sequence[Finish]) -> list[Lease]:
-        self._begin()
-        # Validate the whole batch before the first write: it is one statement.
+
+@dataclass(frozen=True, slots=True)
+class FinishBatch:
+    """A batch of terminal writes, checked, with a repeated lease written only once."""
+
+    outcomes: Sequence[Finish]
+    #: Per outcome, the index of the first outcome with its lease (itself when unique).
+    first: Sequence[int]
+    unique: Sequence[Finish]
+    results: Sequence[str | None]
+
+    @classmethod
+    def of(cls, outcomes: Sequence[Finish]) -> FinishBatch:
+        """Validate the whole batch before the first write: it is one statement."""
         for outcome in outcomes:
             _check_terminal(outcome)
             check_aware(outcome.now)
         results = [dump_optional_json(outcome.result) for outcome in outcomes]
-        if not outcomes:
-            return []
-        # A lease repeated in the batch is no longer held by its second write.
-        first: dict[Lease, int] = {}
+        firsts: dict[Lease, int] = {}
         for index, outcome in enumerate(outcomes):
-            first.setdefault(outcome.lease, index)
-        unique = sorted(first.values())
-        lost = set(await self._finish([outcomes[i] for i in unique], [results[i] for i in unique]))
+            firsts.setdefault(outcome.lease, index)
+        unique = sorted(firsts.values())
+        return cls(
+            outcomes=outcomes,
+            first=[firsts[o.lease] for o in outcomes],
+            unique=[outcomes[i] for i in unique],
+            results=[results[i] for i in unique],
+        )
+
+    def params(self) -> dict[str, object]:
+        """finish_and_claim's write parameters (one array per column)."""
+        unique = self.unique
+        return {
+            "job_id": [o.lease.job_id for o in unique],
+            "fencing_token": [o.lease.fencing_token for o in unique],
+            "status": [o.status.value for o in unique],
+            "result": list(self.results),
+            "error": [o.error for o in unique],
+            "error_class": [o.error_class for o in unique],
+            "result_ttl": [o.result_ttl for o in unique],
+            "finished_now": [o.now for o in unique],
+            "started_ago": [o.started_ago for o in unique],
+        }
+
+    def lost(self, row: Row | None) -> list[Lease]:
+        """The leases not written, given finish_and_claim's first row (None: no row at all)."""
+        written = (
+            set()
+            if row is None
+            else set(zip(row["finished_ids"], row["finished_tokens"], strict=True))
+        )
+        # A lease repeated in the batch is no longer held by its second write.
         return [
-            outcome.lease
-            for index, outcome in enumerate(outcomes)
-            if first[outcome.lease] != index or outcome.lease in lost
+            o.lease
+            for index, o in enumerate(self.outcomes)
+            if self.first[index] != index or (o.lease.job_id, o.lease.fencing_token) not in written
         ]
 
-    async def _finish(
-        self, outcomes: Sequence[Finish], results: Sequence[str | None]
-    ) -> list[Lease]:
-        """Write ``outcomes`` in one statement; returns the leases that were not held."""
-        rows = await self._driver.fetch(
-            "finish_jobs",
-            job_id=[o.lease.job_id for o in outcomes],
-            fencing_token=[o.lease.fencing_token for o in outcomes],
-            status=[o.status.value for o in outcomes],
-            result=list(results),
-            error=[o.error for o in outcomes],
-            error_class=[o.error_class for o in outcomes],
-            result_ttl=[o.result_ttl for o in outcomes],
-            now=[o.now for o in outcomes],
-            started_ago=[o.started_ago for o in outcomes],
-        )
-        written = {Lease(row["id"], row["fencing_token"]) for row in rows}
-        return [o.lease for o in outcomes if o.lease not in written]
+
+class FinishOps(StoreCore):
+    async def finish(self, outcome: Finish) -> None:
+        self._begin(outcome.now)
+        if await self.finish_many([outcome]):
+            raise LeaseLost(outcome.lease.job_id, outcome.lease.fencing_token)
+
+    async def finish_many(self, outcomes: Sequence[Finish]) -> list[Lease]:
+        self._begin()
+        batch = FinishBatch.of(outcomes)
+        if not outcomes:
+            return []
+        rows = await self._driver.fetch("finish_and_claim", **batch.params(), **NO_CLAIM)
+        return batch.lost(rows[0] if rows else None)
 
     async def reschedule(self, request: Reschedule) -> None:
         now = self._begin(request.now)
