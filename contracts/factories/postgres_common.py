@@ -1,10 +1,13 @@
-"""What the asyncpg and psycopg contract factories share: the session schema and the setup.
+"""What the asyncpg and psycopg contract factories share: the session schema and the harness.
 
 One schema is migrated per test process (migrating costs far more than a test)
 and dropped when the process exits; each harness empties every table first
 (``TRUNCATE ... RESTART IDENTITY``), so each test still starts from nothing.
 The admin connection that empties it and severs sessions is asyncpg's, which
 the migration runner needs anyway.
+
+Each driver's factory module names its adapter classes in a
+:class:`PostgresDriver`; :func:`driver_harness` builds the harness from it.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import atexit
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
-from typing import Final, Protocol, TypeVar
+from typing import Any, Final, Protocol, TypeVar
 
 from contracts.harness import Harness
 from contracts.provision import (
@@ -140,6 +143,79 @@ class PostgresSession:
         )
 
 
+class _StoreClass(Protocol):
+    def __call__(self, dsn: str, /, *, schema: Schema, max_size: int) -> QueueStore: ...
+
+
+class _LeaderLockClass(Protocol):
+    def __call__(self, dsn: str, /, *, schema: Schema) -> LeaderLock: ...
+
+
+class _NotifierClass(Protocol):
+    def __call__(
+        self, dsn: str, /, *, schema: Schema, reconnect_backoff_initial: float
+    ) -> Notifier: ...
+
+
+class _RateLimiterClass(Protocol):
+    def __call__(self, pool: Any, /, *, schema: Schema) -> RateLimiter: ...
+
+
+@dataclass(frozen=True, slots=True)
+class PortClasses:
+    """A driver's leader lock, notifier and rate limiter classes."""
+
+    leader_lock: _LeaderLockClass
+    notifier: _NotifierClass
+    rate_limiter: _RateLimiterClass
+
+
+@dataclass(frozen=True, slots=True)
+class PostgresDriver:
+    """What one driver's harness is built from.
+
+    ``create_pool(dsn, max_size)`` opens a pool for the rate limiter. ``ports``
+    imports the other port modules; it runs only when a test opens one of
+    those ports, so the store contracts run without them.
+    """
+
+    name: str
+    store: _StoreClass
+    create_pool: Callable[[str, int], Awaitable[_Closeable]]
+    ports: Callable[[], PortClasses]
+
+
+@asynccontextmanager
+async def driver_harness(driver: PostgresDriver) -> AsyncIterator[Harness]:
+    """The driver's adapters on the session schema, emptied for this test."""
+    async with postgres_session() as pg:
+        dsn, schema, own = pg.dsn, pg.schema, pg.own
+
+        async def open_store() -> QueueStore:
+            return own(driver.store(dsn, schema=schema, max_size=POOL_MAX_SIZE))
+
+        async def open_leader_lock() -> LeaderLock:
+            return own(driver.ports().leader_lock(dsn, schema=schema))
+
+        async def open_notifier() -> Notifier:
+            notifier = driver.ports().notifier(
+                dsn, schema=schema, reconnect_backoff_initial=NOTIFIER_BACKOFF
+            )
+            return own(notifier)
+
+        async def open_rate_limiter() -> RateLimiter:
+            pool = own(await driver.create_pool(dsn, POOL_MAX_SIZE))
+            return own(driver.ports().rate_limiter(pool, schema=schema))
+
+        yield await pg.harness(
+            driver.name,
+            open_store=open_store,
+            open_leader_lock=open_leader_lock,
+            open_notifier=open_notifier,
+            open_rate_limiter=open_rate_limiter,
+        )
+
+
 @asynccontextmanager
 async def postgres_session() -> AsyncIterator[PostgresSession]:
     """The session schema, emptied for this test; everything owned is closed on exit."""
@@ -157,7 +233,10 @@ __all__ = [
     "POOL_MAX_SIZE",
     "TABLES",
     "Owner",
+    "PortClasses",
+    "PostgresDriver",
     "PostgresSession",
+    "driver_harness",
     "empty_tables",
     "postgres_session",
     "session_schema",

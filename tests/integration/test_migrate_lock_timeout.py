@@ -28,6 +28,7 @@ from tests.integration.test_migrate_cli import taskq
 from taskq.adapters.asyncpg import migrate
 from taskq.adapters.postgres.migrator import discover_migrations
 from taskq.adapters.postgres.schema import Schema
+from taskq.app.composition import migrate_up
 from taskq.domain.errors import MigrationError
 
 pytestmark = pytest.mark.integration
@@ -165,4 +166,16 @@ async def test_cli_migrate_up_fails_clearly_behind_a_long_transaction(
     assert run.code == 1, (run.out, run.err)
     assert f"{LAST.up_file} gave up waiting for a table lock after 5s" in run.err
     assert f"pid {holder.get_server_pid()}" in run.err
+    assert await applied_versions(dsn, schema) == list(range(1, BEFORE_LAST + 1))
+
+
+async def test_migrate_up_passes_its_lock_budget_through(
+    dsn: str, schema: Schema, holder: Any
+) -> None:
+    """The composition root's migrate_up (the library call) takes the same budget."""
+    with pytest.raises(MigrationError, match=r"gave up waiting for a table lock after 0\.15s"):
+        await asyncio.wait_for(
+            migrate_up(dsn=dsn, schema_name=schema.name, lock_timeout=timedelta(milliseconds=150)),
+            HANG,
+        )
     assert await applied_versions(dsn, schema) == list(range(1, BEFORE_LAST + 1))

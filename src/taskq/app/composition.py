@@ -9,9 +9,9 @@ from __future__ import annotations
 import contextlib
 import importlib
 import inspect
-import logging
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
 
 from taskq.adapters.asyncpg import migrate as asyncpg_migrate
@@ -24,14 +24,16 @@ from taskq.adapters.postgres.migrator import (
     status_problems,
 )
 from taskq.adapters.postgres.schema import DEFAULT_SCHEMA_NAME, Schema
+from taskq.app.connection_overrides import (  # re-exported: callers look the event up here
+    WORKER_CONNECTIONS_POOL_ROLES as WORKER_CONNECTIONS_POOL_ROLES,
+)
+from taskq.app.connection_overrides import check_overrides, dedicated_conn, store_source
 from taskq.app.connections import WorkerConnections
 from taskq.app.settings import BUILTIN_DRIVERS, TaskQSettings, WorkerSettings
-from taskq.app.worker import events
 from taskq.app.worker.ports import WorkerPorts
 from taskq.domain.errors import (
     ConfigurationError,
     RateLimitUnavailable,
-    StoreUnavailable,
     TaskQError,
 )
 from taskq.ports.clock import Clock
@@ -41,16 +43,11 @@ from taskq.ports.queue_store import QueueStore
 from taskq.ports.rate_limiter import RateLimiter
 
 if TYPE_CHECKING:
-    from taskq.adapters.asyncpg.store import AsyncpgQueueStore
     from taskq.adapters.postgres.embedded import EmbeddedPostgres
     from taskq.adapters.postgres.store import LockBudgets, PooledQueueStore
     from taskq.adapters.postgres.store.pooled import ClosablePool
-    from taskq.adapters.psycopg.store import PsycopgQueueStore
 
 P = TypeVar("P", bound="ClosablePool")
-
-#: Logged when ``WorkerConnections`` sets more than one pool role: the store runs on one pool.
-WORKER_CONNECTIONS_POOL_ROLES: Final = "worker-connections-pool-roles"
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,25 +64,35 @@ class MigrationReport:
 
 
 async def migrate_up(
-    *, dsn: str, schema_name: str = DEFAULT_SCHEMA_NAME, target: int | None = None
+    *,
+    dsn: str,
+    schema_name: str = DEFAULT_SCHEMA_NAME,
+    target: int | None = None,
+    lock_timeout: timedelta = asyncpg_migrate.MIGRATION_LOCK_TIMEOUT,
 ) -> tuple[Migration, ...]:
     """Apply pending migrations (up to ``target``); returns those applied.
 
-    The schema name is validated before any connection is made. Raises
-    ``InvalidIdentifierError``, ``StoreUnavailable`` or ``MigrationError``.
+    Each migration gives up (rolled back, ``MigrationError`` naming the lock
+    holders) after waiting ``lock_timeout`` for a table lock; zero waits as
+    long as it takes. The schema name is validated before any connection is
+    made. Raises ``InvalidIdentifierError``, ``StoreUnavailable`` or ``MigrationError``.
     """
     schema = Schema(schema_name)
     async with asyncpg_migrate.open_connection(dsn) as conn:
-        return await asyncpg_migrate.upgrade(conn, schema, target=target)
+        return await asyncpg_migrate.upgrade(conn, schema, target=target, lock_timeout=lock_timeout)
 
 
 async def migrate_down(
-    *, dsn: str, schema_name: str = DEFAULT_SCHEMA_NAME, to: int | None = None
+    *,
+    dsn: str,
+    schema_name: str = DEFAULT_SCHEMA_NAME,
+    to: int | None = None,
+    lock_timeout: timedelta = asyncpg_migrate.MIGRATION_LOCK_TIMEOUT,
 ) -> tuple[Migration, ...]:
     """Revert migrations newer than ``to`` (default: the latest one); returns those reverted."""
     schema = Schema(schema_name)
     async with asyncpg_migrate.open_connection(dsn) as conn:
-        return await asyncpg_migrate.downgrade(conn, schema, to=to)
+        return await asyncpg_migrate.downgrade(conn, schema, to=to, lock_timeout=lock_timeout)
 
 
 async def migrate_status(*, dsn: str, schema_name: str = DEFAULT_SCHEMA_NAME) -> MigrationReport:
@@ -246,120 +253,115 @@ def _system_clock() -> Clock:
     return SystemClock()
 
 
-@dataclass(frozen=True, slots=True)
-class _PostgresParts:
-    """How one driver builds each worker port (adapters imported by the builder).
+# asyncpg and psycopg are wired alike: a _DriverKit holds what differs between them.
 
-    ``open_store`` takes the store's source (the DSN, a pool or a pool
-    factory); the lock and notifier builders take a dedicated connection (or
-    None for one opened from the DSN) and whether TaskQ owns it. ``pool_type``
-    and ``conn_type`` are what overrides must be for this driver.
+
+class _LeaderLockClass(Protocol):
+    def __call__(
+        self, dsn: str, /, *, schema: Schema, conn: Any, owns_conn: bool
+    ) -> LeaderLock: ...
+
+
+class _NotifierClass(Protocol):
+    def __call__(
+        self,
+        dsn: str,
+        /,
+        *,
+        schema: Schema,
+        health_check_interval: float,
+        reconnect_backoff_initial: float,
+        conn: Any,
+        owns_conn: bool,
+    ) -> Notifier: ...
+
+
+class _RateLimiterClass(Protocol):
+    def __call__(self, pool: Any, /, *, schema: Schema) -> RateLimiter: ...
+
+
+@dataclass(frozen=True, slots=True)
+class _DriverKit:
+    """One built-in driver's adapter classes and the types its overrides must be.
+
+    The store takes the same arguments on both drivers but its statement-cache
+    options: ``store_options`` picks the driver's own from the settings.
+    ``pool_label`` names ``pool_type`` in errors.
     """
 
-    open_store: Callable[[Any], Awaitable[tuple[QueueStore, RateLimiter]]]
-    leader_lock: Callable[[Any, bool], LeaderLock]
-    notifier: Callable[[Any, bool], Notifier]
+    store: Callable[..., PooledQueueStore[Any]]
+    store_options: Callable[[TaskQSettings], dict[str, int]]
+    leader_lock: _LeaderLockClass
+    notifier: _NotifierClass
+    rate_limiter: _RateLimiterClass
     pool_type: type
     conn_type: type
+    pool_label: str
 
 
-def _asyncpg_parts(settings: WorkerSettings, schema: Schema, dsn: str) -> _PostgresParts:
+def _asyncpg_kit() -> _DriverKit:
     import asyncpg
 
     from taskq.adapters.asyncpg.leader_lock import AsyncpgLeaderLock
     from taskq.adapters.asyncpg.notifier import AsyncpgNotifier
     from taskq.adapters.asyncpg.rate_limiter import AsyncpgRateLimiter
+    from taskq.adapters.asyncpg.store import AsyncpgQueueStore
 
-    async def open_store(source: Any) -> tuple[QueueStore, RateLimiter]:
-        store = _asyncpg_store(settings, source, schema, max_size=_worker_pool_max(settings))
-        pool = await _open_pool(store)
-        return store, AsyncpgRateLimiter(pool, schema=schema)
-
-    return _PostgresParts(
-        open_store=open_store,
-        leader_lock=lambda conn, owns: AsyncpgLeaderLock(
-            dsn, schema=schema, conn=conn, owns_conn=owns
-        ),
-        notifier=lambda conn, owns: AsyncpgNotifier(
-            dsn,
-            schema=schema,
-            health_check_interval=settings.notify_health_check_interval,
-            reconnect_backoff_initial=settings.notify_reconnect_backoff_initial,
-            conn=conn,
-            owns_conn=owns,
-        ),
+    return _DriverKit(
+        store=AsyncpgQueueStore,
+        store_options=lambda s: {"max_cached_statement_lifetime": s.max_cached_statement_lifetime},
+        leader_lock=AsyncpgLeaderLock,
+        notifier=AsyncpgNotifier,
+        rate_limiter=AsyncpgRateLimiter,
         pool_type=asyncpg.Pool,
         conn_type=asyncpg.Connection,
+        pool_label="an asyncpg.Pool",
     )
 
 
-def _psycopg_parts(settings: WorkerSettings, schema: Schema, dsn: str) -> _PostgresParts:
+def _psycopg_kit() -> _DriverKit:
     import psycopg
     from psycopg_pool import AsyncConnectionPool
 
     from taskq.adapters.psycopg.leader_lock import PsycopgLeaderLock
     from taskq.adapters.psycopg.notifier import PsycopgNotifier
     from taskq.adapters.psycopg.rate_limiter import PsycopgRateLimiter
-
-    async def open_store(source: Any) -> tuple[QueueStore, RateLimiter]:
-        store = _psycopg_store(settings, source, schema, max_size=_worker_pool_max(settings))
-        pool = await _open_pool(store)
-        return store, PsycopgRateLimiter(pool, schema=schema)
-
-    return _PostgresParts(
-        open_store=open_store,
-        leader_lock=lambda conn, owns: PsycopgLeaderLock(
-            dsn, schema=schema, conn=conn, owns_conn=owns
-        ),
-        notifier=lambda conn, owns: PsycopgNotifier(
-            dsn,
-            schema=schema,
-            health_check_interval=settings.notify_health_check_interval,
-            reconnect_backoff_initial=settings.notify_reconnect_backoff_initial,
-            conn=conn,
-            owns_conn=owns,
-        ),
-        pool_type=AsyncConnectionPool,
-        conn_type=psycopg.AsyncConnection,
-    )
-
-
-def _asyncpg_store(
-    settings: TaskQSettings, source: Any, schema: Schema, *, max_size: int
-) -> AsyncpgQueueStore:
-    """An asyncpg store on ``source``, a DSN (pool of ``max_size``), pool or pool factory.
-
-    Not opened yet; the pool options apply to a DSN-built pool only.
-    """
-    from taskq.adapters.asyncpg.store import AsyncpgQueueStore
-
-    return AsyncpgQueueStore(
-        source,
-        schema=schema,
-        budgets=_lock_budgets(settings),
-        statement_cache_size=settings.statement_cache_size,
-        max_cached_statement_lifetime=settings.max_cached_statement_lifetime,
-        pooled=settings.pg_is_pooled,
-        max_size=max_size,
-    )
-
-
-def _psycopg_store(
-    settings: TaskQSettings, source: Any, schema: Schema, *, max_size: int
-) -> PsycopgQueueStore:
-    """A psycopg store on ``source``, a DSN (pool of ``max_size``), pool or pool factory.
-
-    Not opened yet; the pool options apply to a DSN-built pool only.
-    """
     from taskq.adapters.psycopg.store import PsycopgQueueStore
 
-    return PsycopgQueueStore(
+    return _DriverKit(
+        store=PsycopgQueueStore,
+        store_options=lambda _: {},
+        leader_lock=PsycopgLeaderLock,
+        notifier=PsycopgNotifier,
+        rate_limiter=PsycopgRateLimiter,
+        pool_type=AsyncConnectionPool,
+        conn_type=psycopg.AsyncConnection,
+        pool_label="a psycopg_pool.AsyncConnectionPool",
+    )
+
+
+#: The built-in drivers by ``TASKQ_DRIVER`` name; a loader imports its driver's adapters.
+_DRIVER_KITS: Final[dict[str, Callable[[], _DriverKit]]] = {
+    "asyncpg": _asyncpg_kit,
+    "psycopg": _psycopg_kit,
+}
+
+
+def _new_store(
+    kit: _DriverKit, settings: TaskQSettings, source: Any, schema: Schema, *, max_size: int
+) -> PooledQueueStore[Any]:
+    """A store on ``source``, a DSN (pool of ``max_size``), pool or pool factory.
+
+    Not opened yet; the pool options apply to a DSN-built pool only.
+    """
+    return kit.store(
         source,
         schema=schema,
         budgets=_lock_budgets(settings),
         statement_cache_size=settings.statement_cache_size,
         pooled=settings.pg_is_pooled,
         max_size=max_size,
+        **kit.store_options(settings),
     )
 
 
@@ -407,31 +409,46 @@ async def _postgres_worker_ports(
     """
     schema = Schema(settings.schema_name)
     dsn = settings.pg_dsn_direct
-    if settings.driver == "asyncpg":
-        parts = _asyncpg_parts(settings, schema, dsn)
-    else:
-        parts = _psycopg_parts(settings, schema, dsn)
-    for role in ("dispatcher_pool", "heartbeat_pool", "worker_pool"):
-        _require_driver(getattr(connections, role), parts.pool_type, role, settings.driver)
-    for role in ("notify_conn", "leader_conn"):
-        _require_driver(getattr(connections, role), parts.conn_type, role, settings.driver)
+    kit = _DRIVER_KITS[settings.driver]()
+    check_overrides(
+        connections, pool_type=kit.pool_type, conn_type=kit.conn_type, driver=settings.driver
+    )
     owned: set[str] = set()
     built: list[_Closeable] = []
     try:
         pg_limiter: RateLimiter | None = None
         if store is None:
-            source = _store_source(connections, parts, settings.driver)
-            store, pg_limiter = await parts.open_store(dsn if source is None else source)
+            source = store_source(connections, kit.pool_type, settings.driver)
+            pg_store = _new_store(
+                kit,
+                settings,
+                dsn if source is None else source,
+                schema,
+                max_size=_worker_pool_max(settings),
+            )
+            pool = await _open_pool(pg_store)
+            store, pg_limiter = pg_store, kit.rate_limiter(pool, schema=schema)
             owned.add("store")
             built.append(store)
         if leader_lock is None:
-            conn, owns = await _dedicated_conn(connections, "leader_conn", parts, settings.driver)
-            leader_lock = parts.leader_lock(conn, owns)
+            conn, owns = await dedicated_conn(
+                connections, "leader_conn", kit.conn_type, settings.driver
+            )
+            leader_lock = kit.leader_lock(dsn, schema=schema, conn=conn, owns_conn=owns)
             owned.add("leader_lock")
             built.append(leader_lock)
         if notifier is None and settings.notify_enabled:
-            conn, owns = await _dedicated_conn(connections, "notify_conn", parts, settings.driver)
-            notifier = parts.notifier(conn, owns)
+            conn, owns = await dedicated_conn(
+                connections, "notify_conn", kit.conn_type, settings.driver
+            )
+            notifier = kit.notifier(
+                dsn,
+                schema=schema,
+                health_check_interval=settings.notify_health_check_interval,
+                reconnect_backoff_initial=settings.notify_reconnect_backoff_initial,
+                conn=conn,
+                owns_conn=owns,
+            )
             owned.add("notifier")
             built.append(notifier)
         if rate_limiter is None:
@@ -453,92 +470,6 @@ async def _postgres_worker_ports(
         clock=clock,
         owned=frozenset(owned),
     )
-
-
-def _require_driver(given: object, expected: type, role: str, driver: str) -> None:
-    """Refuse an override object of another driver, naming its role."""
-    if given is not None and not isinstance(given, expected):
-        raise ConfigurationError(
-            f"WorkerConnections.{role}: TASKQ_DRIVER={driver} needs a "
-            f"{expected.__module__}.{expected.__qualname__}, got {type(given).__name__}"
-        )
-
-
-def _checked_factory(
-    factory: Callable[[], Awaitable[Any]], expected: type, role: str, driver: str
-) -> Callable[[], Awaitable[Any]]:
-    """``factory`` whose product is checked against the driver; a failure to connect
-    becomes ``StoreUnavailable`` so the worker refuses to start instead of crashing."""
-
-    async def make() -> Any:
-        try:
-            product = await factory()
-        except TaskQError:
-            raise
-        except Exception as exc:
-            raise StoreUnavailable(
-                f"WorkerConnections.{role}_factory failed: {type(exc).__name__}: {exc}"
-            ) from exc
-        try:
-            _require_driver(product, expected, f"{role}_factory", driver)
-        except ConfigurationError:
-            await _close_quietly(product)
-            raise
-        return product
-
-    return make
-
-
-async def _close_quietly(resource: object) -> None:
-    """Best-effort close of a rejected factory product (sync or async ``close``)."""
-    close = getattr(resource, "close", None)
-    if callable(close):
-        with contextlib.suppress(Exception):
-            result = close()
-            if inspect.isawaitable(result):
-                await result
-
-
-def _store_source(connections: WorkerConnections, parts: _PostgresParts, driver: str) -> Any:
-    """The pool (or checked pool factory) the store runs on; None for the DSN.
-
-    TaskQ's store runs claims, heartbeats and terminal writes on one pool, so
-    only the first given of the dispatcher, heartbeat and worker roles is used.
-    """
-    given = [
-        role
-        for role in ("dispatcher_pool", "heartbeat_pool", "worker_pool")
-        if getattr(connections, role) is not None
-        or getattr(connections, f"{role}_factory") is not None
-    ]
-    if not given:
-        return None
-    role = given[0]
-    if len(given) > 1:
-        events.emit(
-            WORKER_CONNECTIONS_POOL_ROLES,
-            logging.WARNING,
-            used=role,
-            ignored=given[1:],
-            reason="the store runs claims, heartbeats and terminal writes on one pool",
-        )
-    pool = getattr(connections, role)
-    if pool is not None:
-        return pool
-    return _checked_factory(getattr(connections, f"{role}_factory"), parts.pool_type, role, driver)
-
-
-async def _dedicated_conn(
-    connections: WorkerConnections, role: str, parts: _PostgresParts, driver: str
-) -> tuple[Any, bool]:
-    """The role's override connection and whether TaskQ owns it; (None, False) for the DSN."""
-    given = getattr(connections, role)
-    if given is not None:
-        return given, False
-    factory = getattr(connections, f"{role}_factory")
-    if factory is None:
-        return None, False
-    return await _checked_factory(factory, parts.conn_type, role, driver)(), True
 
 
 async def _redis_rate_limiter(
@@ -620,19 +551,17 @@ async def open_store(settings: TaskQSettings) -> QueueStore:
     ``StoreUnavailable``; ``store.close()`` closes the pool.
     """
     schema = Schema(settings.schema_name)
-    dsn, size = settings.pg_dsn, settings.client_pool_size
-    if settings.driver == "asyncpg":
-        a_store = _asyncpg_store(settings, dsn, schema, max_size=size)
-        await _open_pool(a_store)
-        return a_store
-    if settings.driver == "psycopg":
-        p_store = _psycopg_store(settings, dsn, schema, max_size=size)
-        await _open_pool(p_store)
-        return p_store
-    raise ConfigurationError(
-        f"TASKQ_DRIVER={settings.driver!r} names a custom adapter factory, which builds "
-        "worker ports; build the client from its store with JobsClient(store)"
+    load_kit = _DRIVER_KITS.get(settings.driver)
+    if load_kit is None:
+        raise ConfigurationError(
+            f"TASKQ_DRIVER={settings.driver!r} names a custom adapter factory, which builds "
+            "worker ports; build the client from its store with JobsClient(store)"
+        )
+    store = _new_store(
+        load_kit(), settings, settings.pg_dsn, schema, max_size=settings.client_pool_size
     )
+    await _open_pool(store)
+    return store
 
 
 def store_from_pool(pool: object, *, driver: str, schema: str) -> QueueStore:
@@ -641,25 +570,13 @@ def store_from_pool(pool: object, *, driver: str, schema: str) -> QueueStore:
     TaskQ never closes the pool: ``store.close()`` leaves it open.
     """
     validated = Schema(schema)
-    if driver == "asyncpg":
-        import asyncpg
-
-        from taskq.adapters.asyncpg.store import AsyncpgQueueStore
-
-        if not isinstance(pool, asyncpg.Pool):
-            raise ConfigurationError(f"expected an asyncpg.Pool, got {type(pool).__name__}")
-        return AsyncpgQueueStore(pool, schema=validated)
-    if driver == "psycopg":
-        from psycopg_pool import AsyncConnectionPool
-
-        from taskq.adapters.psycopg.store import PsycopgQueueStore
-
-        if not isinstance(pool, AsyncConnectionPool):
-            raise ConfigurationError(
-                f"expected a psycopg_pool.AsyncConnectionPool, got {type(pool).__name__}"
-            )
-        return PsycopgQueueStore(pool, schema=validated)
-    raise ConfigurationError(f"unknown driver {driver!r}: expected 'asyncpg' or 'psycopg'")
+    load_kit = _DRIVER_KITS.get(driver)
+    if load_kit is None:
+        raise ConfigurationError(f"unknown driver {driver!r}: expected 'asyncpg' or 'psycopg'")
+    kit = load_kit()
+    if not isinstance(pool, kit.pool_type):
+        raise ConfigurationError(f"expected {kit.pool_label}, got {type(pool).__name__}")
+    return kit.store(pool, schema=validated)
 
 
 # -- demo and throwaway databases --------------------------------------------------------
