@@ -7,7 +7,7 @@ run on the schema the contract factories share (emptied before each test).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -139,7 +139,9 @@ class CountingDriver:
         self.calls.append(query)
         await self.inner.execute(query, **params)
 
-    async def copy_in(self, schema: str, table: str, columns: Sequence[str], data: bytes) -> None:
+    async def copy_in(
+        self, schema: str, table: str, columns: Sequence[str], data: Iterable[bytes]
+    ) -> None:
         self.calls.append(f"<copy {table}>")
         await self.inner.copy_in(schema, table, columns, data)
 

@@ -16,6 +16,7 @@ from tests.integration.adapters.pg_store_support import StoreDriver, counted_sto
 
 from taskq.adapters.postgres.schema import Schema
 from taskq.adapters.postgres.store.enqueue import COPY_MIN_JOBS
+from taskq.adapters.postgres.store.enqueue_copy import CHUNK_ROWS
 from taskq.domain.actor_config import ActorConfig
 from taskq.domain.errors import MaxPendingExceeded
 from taskq.domain.job import NewJob
@@ -87,3 +88,25 @@ async def test_a_copied_batch_in_the_callers_transaction_follows_it(
         last = await store.get(ids[-1])
         assert last is not None
         assert dict(last.payload) == {"n": COPY_MIN_JOBS - 1}
+
+
+async def test_a_bad_payload_late_in_a_streamed_copy_stores_nothing(
+    driver: StoreDriver, dsn: str, store: Any
+) -> None:
+    """The COPY is rendered chunk by chunk while the server loads it: a payload JSON
+    cannot hold in a late chunk aborts the whole statement (ValueError, nothing stored),
+    on a pooled connection and inside a caller's transaction, which stays usable."""
+    jobs = plain(CHUNK_ROWS * 2 + 10)
+    jobs[-3] = NewJob(actor="a", payload={"n": float("nan")})
+    with pytest.raises(ValueError, match=r"(?i)nan|json|float"):
+        await store.enqueue_many(jobs)
+    assert await store.count_active() == 0
+    async with driver.caller_connection(dsn) as conn:
+        async with conn.transaction():
+            with pytest.raises(ValueError, match=r"(?i)nan|json|float"):
+                await store.bound_to(conn).enqueue_many(jobs)
+            results = await store.bound_to(conn).enqueue_many(plain(COPY_MIN_JOBS))
+        assert len(results) == COPY_MIN_JOBS
+    assert await store.count_active() == COPY_MIN_JOBS
+    # The pool's connections are clean: the next batch goes through.
+    assert len(await store.enqueue_many(plain(COPY_MIN_JOBS))) == COPY_MIN_JOBS

@@ -10,7 +10,15 @@ from __future__ import annotations
 
 import itertools
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from contextlib import asynccontextmanager, contextmanager
 from operator import itemgetter
 from typing import Any, Final, TypeAlias
@@ -100,10 +108,11 @@ def _args(q: AsyncpgQuery, params: Mapping[str, object]) -> tuple[object, ...]:
 
 
 async def _copy_in(
-    conn: AnyConnection, schema: str, table: str, columns: Sequence[str], data: bytes
+    conn: AnyConnection, schema: str, table: str, columns: Sequence[str], data: Iterable[bytes]
 ) -> None:
     async def source() -> AsyncIterator[bytes]:
-        yield data
+        for chunk in data:
+            yield chunk
 
     # Text format: no per-column codec runs, so a pool's own jsonb codec cannot interfere.
     await conn.copy_to_table(
@@ -150,7 +159,9 @@ class AsyncpgConnectionDriver(_Statements):
         with translated():
             return await getattr(self._conn, method)(sql, *args)
 
-    async def copy_in(self, schema: str, table: str, columns: Sequence[str], data: bytes) -> None:
+    async def copy_in(
+        self, schema: str, table: str, columns: Sequence[str], data: Iterable[bytes]
+    ) -> None:
         with translated():
             await _copy_in(self._conn, schema, table, columns, data)
 
@@ -207,7 +218,9 @@ class AsyncpgPoolDriver(_Statements):
         # Back-to-back statements: _on_connection's kept-connection path, without its lambda.
         return await lane.run(kept, getattr(kept[1], method)(sql, *args), translation)
 
-    async def copy_in(self, schema: str, table: str, columns: Sequence[str], data: bytes) -> None:
+    async def copy_in(
+        self, schema: str, table: str, columns: Sequence[str], data: Iterable[bytes]
+    ) -> None:
         await self._on_connection(lambda conn: _copy_in(conn, schema, table, columns, data))
 
     async def _on_connection(self, op: Callable[[AnyConnection], Awaitable[Any]]) -> Any:

@@ -23,7 +23,7 @@ or retries; should one escape anyway, it is still a ``StoreUnavailable``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Final, Protocol
 
@@ -97,10 +97,15 @@ class Driver(Protocol):
 
     async def execute(self, query: str, /, **params: object) -> None: ...
 
-    async def copy_in(self, schema: str, table: str, columns: Sequence[str], data: bytes) -> None:
+    async def copy_in(
+        self, schema: str, table: str, columns: Sequence[str], data: Iterable[bytes]
+    ) -> None:
         """``COPY schema.table (columns) FROM STDIN`` of ``data``, in COPY's text format.
 
-        One statement: all rows or none (its own transaction on a pool).
+        ``data`` is consumed chunk by chunk while the statement runs, so the
+        server loads one chunk while the next is produced; an exception from
+        it aborts the COPY and propagates. One statement: all rows or none
+        (its own transaction on a pool).
         """
         ...
 

@@ -11,7 +11,15 @@ from __future__ import annotations
 
 import itertools
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, Final, TypeAlias
 
@@ -102,7 +110,7 @@ async def _rows(conn: Connection, sql: str, args: Mapping[str, object]) -> list[
 
 
 async def _copy_in(
-    conn: Connection, schema: str, table: str, columns: Sequence[str], data: bytes
+    conn: Connection, schema: str, table: str, columns: Sequence[str], data: Iterable[bytes]
 ) -> None:
     statement = sql.SQL("COPY {}.{} ({}) FROM STDIN").format(
         sql.Identifier(schema),
@@ -110,7 +118,8 @@ async def _copy_in(
         sql.SQL(", ").join(sql.Identifier(c) for c in columns),
     )
     async with conn.cursor() as cur, cur.copy(statement) as copy:
-        await copy.write(data)
+        for chunk in data:
+            await copy.write(chunk)
 
 
 class _Statements(ABC):
@@ -147,7 +156,9 @@ class PsycopgConnectionDriver(_Statements):
         with translated():
             return await _rows(self._conn, q.sql, _args(q, params))
 
-    async def copy_in(self, schema: str, table: str, columns: Sequence[str], data: bytes) -> None:
+    async def copy_in(
+        self, schema: str, table: str, columns: Sequence[str], data: Iterable[bytes]
+    ) -> None:
         with translated():
             await _copy_in(self._conn, schema, table, columns, data)
 
@@ -217,7 +228,9 @@ class PsycopgPoolDriver(_Statements):
         # (only an autocommit connection is ever kept).
         return await lane.run(kept, _rows(kept[1], q.sql, args), translation)
 
-    async def copy_in(self, schema: str, table: str, columns: Sequence[str], data: bytes) -> None:
+    async def copy_in(
+        self, schema: str, table: str, columns: Sequence[str], data: Iterable[bytes]
+    ) -> None:
         await self._on_connection(lambda conn: _copy_in(conn, schema, table, columns, data))
 
     async def _on_connection(self, op: Callable[[Connection], Awaitable[Any]]) -> Any:

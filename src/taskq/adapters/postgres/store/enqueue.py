@@ -41,7 +41,7 @@ from typing import Any, Final
 from taskq.adapters.postgres.driver import Driver, LockTimeout, TransientConflict, UniqueConflict
 from taskq.adapters.postgres.schema import Schema
 from taskq.adapters.postgres.store.base import CONFLICT_RETRIES, LockBudgets, lock_timeout_text
-from taskq.adapters.postgres.store.enqueue_copy import COPY_COLUMNS, copy_text
+from taskq.adapters.postgres.store.enqueue_copy import COPY_COLUMNS, copy_chunks
 from taskq.adapters.postgres.store.rows import (
     check_aware,
     dump_json,
@@ -268,7 +268,8 @@ class Enqueuer:
             return _LIMITED
         # One sequence, taken in order: ascending is input order.
         ids = sorted(row["ids"])
-        data = copy_text(jobs, ids, row["now"])
+        # Rendered while the server loads the previous chunk.
+        data = copy_chunks(jobs, ids, row["now"])
         await driver.copy_in(self._schema.name, "jobs", COPY_COLUMNS, data)
         await driver.execute(
             "wake_queue", channel=self._schema.wake_channel, wake_queue=_wake_queue(jobs)

@@ -13,7 +13,7 @@ distinct set of options is rendered once and each row costs one JSON encode.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Final
 
@@ -92,17 +92,43 @@ def _options(job: NewJob, now: datetime, now_text: str) -> str:
     )
 
 
-def copy_text(jobs: Sequence[NewJob], ids: Sequence[int], now: datetime) -> bytes:
-    """The COPY rows of ``jobs`` with ``ids`` (one each, in order), enqueued at ``now``.
+#: Rows per chunk of a streamed COPY: big enough that framing costs nothing, small
+#: enough that the server loads one chunk while the next is rendered.
+CHUNK_ROWS: Final = 1_000
 
-    Raises ``TypeError``/``ValueError`` for a value JSON cannot hold, before
-    anything is sent.
+
+def copy_chunks(
+    jobs: Sequence[NewJob], ids: Sequence[int], now: datetime, *, rows: int = CHUNK_ROWS
+) -> Iterator[bytes]:
+    """The COPY rows of ``jobs`` with ``ids`` (one each, in order), enqueued at ``now``,
+    rendered ``rows`` at a time as they are consumed.
+
+    A value JSON cannot hold raises ``TypeError``/``ValueError`` from the chunk
+    that holds it, which aborts the COPY: nothing is written.
     """
     if len(ids) != len(jobs):
         raise AssertionError(f"{len(ids)} ids for {len(jobs)} jobs")
     now_text = now.isoformat()
-    encode = dump_json_object
     rendered: dict[tuple[object, ...], str] = {}
+    for start in range(0, len(jobs), rows):
+        yield _render(
+            jobs[start : start + rows], ids[start : start + rows], now, now_text, rendered
+        )
+
+
+def copy_text(jobs: Sequence[NewJob], ids: Sequence[int], now: datetime) -> bytes:
+    """All of :func:`copy_chunks` at once."""
+    return b"".join(copy_chunks(jobs, ids, now))
+
+
+def _render(
+    jobs: Sequence[NewJob],
+    ids: Sequence[int],
+    now: datetime,
+    now_text: str,
+    rendered: dict[tuple[object, ...], str],
+) -> bytes:
+    encode = dump_json_object
     lines: list[str] = []
     append = lines.append
     for job, job_id in zip(jobs, ids, strict=True):
@@ -130,4 +156,4 @@ def copy_text(jobs: Sequence[NewJob], ids: Sequence[int], now: datetime) -> byte
     return "".join(lines).encode()
 
 
-__all__ = ["COPY_COLUMNS", "copy_text"]
+__all__ = ["CHUNK_ROWS", "COPY_COLUMNS", "copy_chunks", "copy_text"]
