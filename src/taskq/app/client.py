@@ -20,8 +20,7 @@ so that ``import taskq`` loads no database driver.
 from __future__ import annotations
 
 import contextlib
-import itertools
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Protocol, Self, TypeVar, cast
@@ -31,7 +30,7 @@ from pydantic import BaseModel
 from taskq.app.actors import ActorRef
 from taskq.app.handle import JobHandle, WallClock
 from taskq.domain.errors import ConfigurationError, PayloadValidationError
-from taskq.domain.job import JSON, EnqueueResult, Job, NewJob
+from taskq.domain.job import JSON, EnqueueResult, Job, UniformJobs
 from taskq.domain.settings_rules import validate_identifier
 from taskq.domain.status import JobStatus
 from taskq.ports.clock import Clock
@@ -74,27 +73,6 @@ def _composition() -> CompositionRoot:
     from taskq.app import composition
 
     return cast(CompositionRoot, composition)
-
-
-def _same_options(first: NewJob, payloads: Iterable[dict[str, JSON]]) -> list[NewJob]:
-    """A job like ``first`` (its options already checked) for each dumped payload."""
-    options: dict[str, Any] = {
-        "actor": first.actor,
-        "queue": first.queue,
-        "priority": first.priority,
-        "scheduled_at": first.scheduled_at,
-        "schedule_to_close": first.schedule_to_close,
-        "max_attempts": first.max_attempts,
-        "identity_key": first.identity_key,
-        "fairness_key": first.fairness_key,
-        "idempotency_key": first.idempotency_key,
-        "metadata": first.metadata,  # shared: stores serialise it, nobody mutates it
-        "tags": first.tags,
-        "trace_id": first.trace_id,
-        "span_id": first.span_id,
-        "max_pending": first.max_pending,
-    }
-    return [NewJob(payload=payload, **options) for payload in payloads]
 
 
 def _check_ref(ref: object) -> None:
@@ -314,8 +292,8 @@ class JobsClient:
             )
         except PayloadValidationError as exc:
             raise PayloadValidationError(f"payload #0: {exc}") from exc
-        dumped = ref.dump_payloads(batch)
-        jobs = [first, *_same_options(first, itertools.islice(dumped, 1, None))]
+        # Every job shares first's options: stores may read them once.
+        jobs = UniformJobs(first, ref.dump_payloads(batch))
         results = await self._enqueuer(connection).enqueue_many(jobs)
         handle = self._handle
         return [handle(ref, result) for result in results]

@@ -8,10 +8,10 @@ cancel the job its successor now owns.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, overload
 
 from taskq.domain.cancel_phase import CancelPhase
 from taskq.domain.status import JobStatus
@@ -49,6 +49,57 @@ class NewJob:
     trace_id: str | None = None
     span_id: str | None = None
     max_pending: int | None = None
+
+
+_NEW_JOB_FIELDS: tuple[str, ...] = tuple(NewJob.__dataclass_fields__)
+
+
+def with_payload(template: NewJob, payload: Mapping[str, JSON]) -> NewJob:
+    """``template`` with another payload (``dataclasses.replace`` without its checks:
+    ``template`` is already a valid job)."""
+    job: NewJob = object.__new__(NewJob)
+    for name in _NEW_JOB_FIELDS:
+        object.__setattr__(job, name, getattr(template, name))
+    object.__setattr__(job, "payload", payload)
+    return job
+
+
+class UniformJobs(Sequence[NewJob]):
+    """Jobs that differ only in their payloads: ``template``'s options, one payload each.
+
+    What ``JobsClient.enqueue_many`` sends (every job of a call shares its
+    options). A store may read the options once, from ``template``, instead of
+    once per job; as a sequence it yields the full jobs, so any store takes it.
+    ``template.payload`` is not one of the jobs' payloads unless it is in ``payloads``.
+    """
+
+    __slots__ = ("payloads", "template")
+
+    def __init__(self, template: NewJob, payloads: Sequence[Mapping[str, JSON]]) -> None:
+        self.template = template
+        self.payloads = payloads
+
+    def __repr__(self) -> str:
+        return f"<UniformJobs {len(self.payloads)} x {self.template.actor}@{self.template.queue}>"
+
+    def __len__(self) -> int:
+        return len(self.payloads)
+
+    @overload
+    def __getitem__(self, index: int) -> NewJob: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> UniformJobs: ...
+
+    def __getitem__(self, index: int | slice) -> NewJob | UniformJobs:
+        if isinstance(index, slice):
+            return UniformJobs(self.template, self.payloads[index])
+        return with_payload(self.template, self.payloads[index])
+
+    def __iter__(self) -> Iterator[NewJob]:
+        template = self.template
+        for payload in self.payloads:
+            yield with_payload(template, payload)
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable
 from typing import Final
 
-from taskq.domain.job import NewJob
+from taskq.domain.job import NewJob, UniformJobs
 
 INT32_MIN: Final = -(2**31)
 INT32_MAX: Final = 2**31 - 1
@@ -65,6 +65,9 @@ def check_new_job(job: NewJob) -> None:
 
 def check_new_jobs(jobs: Iterable[NewJob]) -> None:
     """:func:`check_new_job` for each job, before anything is written."""
+    if isinstance(jobs, UniformJobs):
+        check_new_job(jobs.template)  # the only options there are; payloads: see above
+        return
     for job in jobs:
         check_new_job(job)
 

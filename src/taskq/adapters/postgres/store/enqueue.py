@@ -31,17 +31,17 @@ never aborts the caller's transaction, and gives ``lock_timeout`` back.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
 from operator import attrgetter
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from taskq.adapters.postgres.driver import Driver, LockTimeout, TransientConflict, UniqueConflict
 from taskq.adapters.postgres.schema import Schema
 from taskq.adapters.postgres.store.base import CONFLICT_RETRIES, LockBudgets, lock_timeout_text
-from taskq.adapters.postgres.store.enqueue_copy import COPY_COLUMNS, copy_chunks
+from taskq.adapters.postgres.store.enqueue_copy import copy_chunks, plan_copy
 from taskq.adapters.postgres.store.rows import (
     check_aware,
     dump_json,
@@ -56,7 +56,7 @@ from taskq.domain.errors import (
     StoreUnavailable,
     UniqueForLockTimeoutError,
 )
-from taskq.domain.job import EnqueueResult, NewJob
+from taskq.domain.job import JSON, EnqueueResult, NewJob, UniformJobs
 
 
 class _Miss(Enum):
@@ -156,6 +156,8 @@ def _optional(jobs: Sequence[NewJob], name: str, present: frozenset[str]) -> lis
 
 def _wake_queue(jobs: Sequence[NewJob]) -> str:
     """The queue to wake: the one all jobs share, else "" (any queue)."""
+    if isinstance(jobs, UniformJobs):
+        return jobs.template.queue
     queues = {j.queue for j in jobs}
     return queues.pop() if len(queues) == 1 else ""
 
@@ -191,9 +193,11 @@ class Enqueuer:
     ) -> list[EnqueueResult]:
         """Apply the JobEnqueuer rules to ``jobs`` in input order, all or nothing."""
         check_aware(now)
-        batch = list(jobs)
-        if len(batch) != 1 or not _untimed(batch[0]):
-            _present_columns(batch)  # validates every timestamp first
+        # A uniform batch keeps its shape: its options are read once, from its template.
+        batch: Sequence[NewJob] = jobs if isinstance(jobs, UniformJobs) else list(jobs)
+        probe = [batch.template] if isinstance(batch, UniformJobs) else batch
+        if len(probe) != 1 or not _untimed(probe[0]):
+            _present_columns(probe)  # validates every timestamp first
         if not batch:
             return []
         # JSON values are encoded (and so checked) by each path before it writes anything.
@@ -208,7 +212,7 @@ class Enqueuer:
                 await driver.fetchval("set_lock_timeout", lock_timeout=previous)
 
     async def _run(
-        self, driver: Driver, batch: list[NewJob], now: datetime | None, *, isolate: bool
+        self, driver: Driver, batch: Sequence[NewJob], now: datetime | None, *, isolate: bool
     ) -> list[EnqueueResult]:
         for _ in range(CONFLICT_RETRIES):
             try:
@@ -224,8 +228,19 @@ class Enqueuer:
         raise _key_refusal(batch, "enqueue kept losing races for its keys; retry")
 
     async def _attempt(
-        self, driver: Driver, batch: list[NewJob], now: datetime | None
+        self, driver: Driver, jobs: Sequence[NewJob], now: datetime | None
     ) -> list[EnqueueResult] | _Miss:
+        if isinstance(jobs, UniformJobs):
+            template = jobs.template
+            if (
+                len(jobs) >= COPY_MIN_JOBS
+                and template.max_pending is None
+                and not _is_keyed(template)
+            ):
+                ids = await self._copy(driver, jobs, now)
+                if isinstance(ids, list):
+                    return [EnqueueResult(job_id) for job_id in ids]
+        batch = list(jobs)  # the per-job paths (keys, max_pending, small batches)
         if len(batch) == 1 and _is_plain(batch[0]):  # the usual single enqueue, checked first
             one = await self._insert_one(driver, batch[0], now)
             if isinstance(one, EnqueueResult):
@@ -256,9 +271,10 @@ class Enqueuer:
         self, driver: Driver, jobs: Sequence[NewJob], now: datetime | None
     ) -> list[int] | _Miss:
         """COPY plain ``jobs`` in order; their ids (ascending = input order), or LIMITED."""
+        uniform = jobs.template if isinstance(jobs, UniformJobs) else None
         row = await driver.fetchrow(
             "reserve_job_ids",
-            limit_actors=sorted({j.actor for j in jobs}),
+            limit_actors=[uniform.actor] if uniform else sorted({j.actor for j in jobs}),
             jobs_table=f"{self._schema.quoted}.jobs",
             now=now,
             count=len(jobs),
@@ -268,9 +284,17 @@ class Enqueuer:
             return _LIMITED
         # One sequence, taken in order: ascending is input order.
         ids = sorted(row["ids"])
+        clock_given = now is not None
+        if uniform is not None:
+            plan = plan_copy([uniform], row["now"], clock_given=clock_given)
+            payloads: Sequence[Mapping[str, JSON]] = cast(UniformJobs, jobs).payloads
+            options: Sequence[str] | str = plan.options[0]
+        else:
+            plan = plan_copy(jobs, row["now"], clock_given=clock_given)
+            payloads, options = [j.payload for j in jobs], plan.options
         # Rendered while the server loads the previous chunk.
-        data = copy_chunks(jobs, ids, row["now"])
-        await driver.copy_in(self._schema.name, "jobs", COPY_COLUMNS, data)
+        data = copy_chunks(payloads, ids, options)
+        await driver.copy_in(self._schema.name, "jobs", plan.columns, data)
         await driver.execute(
             "wake_queue", channel=self._schema.wake_channel, wake_queue=_wake_queue(jobs)
         )

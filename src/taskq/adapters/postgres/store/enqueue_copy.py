@@ -13,14 +13,16 @@ distinct set of options is rendered once and each row costs one JSON encode.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import itertools
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Final
 
 from taskq.adapters.postgres.store.rows import dump_json_object
-from taskq.domain.job import NewJob
+from taskq.domain.job import JSON, NewJob
 
-#: The columns a COPY row carries, in row order; the others take their defaults.
+#: Every column a COPY row can carry, in row order; the others take their defaults.
 COPY_COLUMNS: Final = (
     "id",
     "payload",
@@ -38,6 +40,9 @@ COPY_COLUMNS: Final = (
     "trace_id",
     "span_id",
 )
+#: The columns every row carries; a batch sends the others only when a job sets them
+#: (each value the server need not parse is a saving on every row).
+_ALWAYS: Final = 6
 
 NULL: Final = "\\N"
 # COPY text format: backslash, and the row and column separators, are escaped.
@@ -69,69 +74,58 @@ def _tags(tags: Sequence[str]) -> str:
     return _text("{" + quoted + "}")
 
 
-def _options(job: NewJob, now: datetime, now_text: str) -> str:
-    """Everything after the payload in ``job``'s row (COPY_COLUMNS from ``queue``)."""
+def _options(job: NewJob, now: datetime, now_text: str) -> tuple[str, ...]:
+    """``job``'s values for COPY_COLUMNS from ``queue`` on."""
     scheduled = job.scheduled_at is not None and job.scheduled_at > now
     max_attempts = job.max_attempts
-    return "\t".join(
-        (
-            _text(job.queue),
-            _text(job.actor),
-            "scheduled" if scheduled else "pending",
-            str(int(job.priority)),
-            NULL if max_attempts is None else str(int(max_attempts)),
-            now_text,
-            _timestamp(job.scheduled_at) if scheduled else now_text,
-            _timestamp(job.schedule_to_close),
-            _optional_text(job.fairness_key),
-            _json(dump_json_object(job.metadata)),
-            _tags(job.tags),
-            _optional_text(job.trace_id),
-            _optional_text(job.span_id),
-        )
+    return (
+        _text(job.queue),
+        _text(job.actor),
+        "scheduled" if scheduled else "pending",
+        str(int(job.priority)),
+        NULL if max_attempts is None else str(int(max_attempts)),
+        now_text,
+        _timestamp(job.scheduled_at) if scheduled else now_text,
+        _timestamp(job.schedule_to_close),
+        _optional_text(job.fairness_key),
+        _json(dump_json_object(job.metadata)),
+        _tags(job.tags),
+        _optional_text(job.trace_id),
+        _optional_text(job.span_id),
     )
 
 
-#: Rows per chunk of a streamed COPY: big enough that framing costs nothing, small
-#: enough that the server loads one chunk while the next is rendered.
-CHUNK_ROWS: Final = 1_000
+#: Left to the server's default (now()) when the database clock is the enqueue time.
+_CLOCK_COLUMNS: Final = ("created_at", "scheduled_at")
 
 
-def copy_chunks(
-    jobs: Sequence[NewJob], ids: Sequence[int], now: datetime, *, rows: int = CHUNK_ROWS
-) -> Iterator[bytes]:
-    """The COPY rows of ``jobs`` with ``ids`` (one each, in order), enqueued at ``now``,
-    rendered ``rows`` at a time as they are consumed.
+def _defaults(now_text: str) -> tuple[str, ...]:
+    """Each optional column's default (COPY_COLUMNS from max_attempts); the clock columns
+    are decided apart."""
+    return (NULL, now_text, now_text, NULL, NULL, "{}", "{}", NULL, NULL)
 
-    A value JSON cannot hold raises ``TypeError``/``ValueError`` from the chunk
-    that holds it, which aborts the COPY: nothing is written.
+
+@dataclass(frozen=True, slots=True)
+class CopyPlan:
+    """The columns a batch's COPY sends, and each distinct set of options rendered once."""
+
+    columns: tuple[str, ...]
+    #: Per job, the tab-joined values of ``columns`` after the payload.
+    options: list[str]
+
+
+def plan_copy(jobs: Sequence[NewJob], now: datetime, *, clock_given: bool) -> CopyPlan:
+    """Which columns ``jobs`` need and their rendered options.
+
+    Optional columns every job leaves at the default are left out (the server
+    fills them); ``created_at``/``scheduled_at`` too when the database clock is
+    the enqueue time (``clock_given`` false) and no job is scheduled ahead.
     """
-    if len(ids) != len(jobs):
-        raise AssertionError(f"{len(ids)} ids for {len(jobs)} jobs")
     now_text = now.isoformat()
-    rendered: dict[tuple[object, ...], str] = {}
-    for start in range(0, len(jobs), rows):
-        yield _render(
-            jobs[start : start + rows], ids[start : start + rows], now, now_text, rendered
-        )
-
-
-def copy_text(jobs: Sequence[NewJob], ids: Sequence[int], now: datetime) -> bytes:
-    """All of :func:`copy_chunks` at once."""
-    return b"".join(copy_chunks(jobs, ids, now))
-
-
-def _render(
-    jobs: Sequence[NewJob],
-    ids: Sequence[int],
-    now: datetime,
-    now_text: str,
-    rendered: dict[tuple[object, ...], str],
-) -> bytes:
-    encode = dump_json_object
-    lines: list[str] = []
-    append = lines.append
-    for job, job_id in zip(jobs, ids, strict=True):
+    rendered: dict[tuple[object, ...], tuple[str, ...]] = {}
+    keys: list[tuple[object, ...]] = []
+    append = keys.append
+    for job in jobs:
         # Mutable options are keyed by identity: every job is alive, so ids are unique.
         key = (
             job.queue,
@@ -146,14 +140,76 @@ def _render(
             job.trace_id,
             job.span_id,
         )
-        options = rendered.get(key)
-        if options is None:
-            options = rendered[key] = _options(job, now, now_text)
-        payload = encode(job.payload)
-        if "\\" in payload:
-            payload = payload.replace("\\", "\\\\")
-        append(f"{job_id}\t{payload}\t{options}\n")
+        if key not in rendered:
+            rendered[key] = _options(job, now, now_text)
+        append(key)
+    defaults = _defaults(now_text)
+    timed = clock_given or any(key[4] is not None for key in rendered)  # a scheduled_at
+    keep = [
+        index
+        for index in range(_ALWAYS, len(COPY_COLUMNS))
+        if (
+            timed
+            if COPY_COLUMNS[index] in _CLOCK_COLUMNS
+            else any(values[index - 2] != defaults[index - _ALWAYS] for values in rendered.values())
+        )
+    ]
+    picks = list(range(2, _ALWAYS)) + keep
+    joined = {key: "\t".join(values[i - 2] for i in picks) for key, values in rendered.items()}
+    return CopyPlan(
+        columns=COPY_COLUMNS[:_ALWAYS] + tuple(COPY_COLUMNS[i] for i in keep),
+        options=[joined[key] for key in keys],
+    )
+
+
+#: Rows per chunk of a streamed COPY: big enough that framing costs nothing, small
+#: enough that the server loads one chunk while the next is rendered.
+CHUNK_ROWS: Final = 500
+
+
+def copy_chunks(
+    payloads: Sequence[Mapping[str, JSON]],
+    ids: Sequence[int],
+    options: Sequence[str] | str,
+    *,
+    rows: int = CHUNK_ROWS,
+) -> Iterator[bytes]:
+    """COPY rows, one per payload with its id and its rendered ``options`` (one string
+    for all when every job shares them), ``rows`` at a time as they are consumed.
+
+    A payload JSON cannot hold raises ``TypeError``/``ValueError`` from the chunk
+    that holds it, which aborts the COPY: nothing is written.
+    """
+    shared = isinstance(options, str)
+    if len(ids) != len(payloads) or (not shared and len(options) != len(payloads)):
+        raise AssertionError(f"{len(ids)} ids and options for {len(payloads)} payloads")
+    for start in range(0, len(payloads), rows):
+        end = start + rows
+        rest = itertools.repeat(options) if isinstance(options, str) else options[start:end]
+        yield _render(payloads[start:end], ids[start:end], rest)
+
+
+def copy_text(
+    jobs: Sequence[NewJob], ids: Sequence[int], now: datetime, *, clock_given: bool = True
+) -> tuple[tuple[str, ...], bytes]:
+    """A whole batch at once: its columns and its rows."""
+    plan = plan_copy(jobs, now, clock_given=clock_given)
+    data = b"".join(copy_chunks([j.payload for j in jobs], ids, plan.options))
+    return plan.columns, data
+
+
+def _render(
+    payloads: Sequence[Mapping[str, JSON]], ids: Sequence[int], options: Iterable[str]
+) -> bytes:
+    encode = dump_json_object
+    lines: list[str] = []
+    append = lines.append
+    for payload, job_id, rest in zip(payloads, ids, options, strict=False):  # options may repeat
+        text = encode(payload)
+        if "\\" in text:
+            text = text.replace("\\", "\\\\")
+        append(f"{job_id}\t{text}\t{rest}\n")
     return "".join(lines).encode()
 
 
-__all__ = ["CHUNK_ROWS", "COPY_COLUMNS", "copy_chunks", "copy_text"]
+__all__ = ["CHUNK_ROWS", "COPY_COLUMNS", "CopyPlan", "copy_chunks", "copy_text", "plan_copy"]
