@@ -25,6 +25,7 @@ from bench_support import DbSpan, Stopwatch, db_span, percentile, taskq_schema
 from taskq import JobsClient
 from taskq.adapters.postgres.schema import Schema
 from taskq.adapters.postgres.sql_loader import asyncpg_queries
+from taskq.adapters.postgres.store.finish import WRITE_PARAMS
 
 HERE: Final = Path(__file__).resolve().parent
 ENQUEUE_BATCH: Final = 10_000
@@ -269,20 +270,7 @@ _CLAIM_LITERALS: Final = {
     "lease": "interval '60 seconds'",
     "is_leader": "false",
     # The terminal writes that may travel with the claim: none here.
-    **{
-        name: "'{}'"
-        for name in (
-            "job_id",
-            "fencing_token",
-            "status",
-            "result",
-            "error",
-            "error_class",
-            "result_ttl",
-            "finished_now",
-            "started_ago",
-        )
-    },
+    **{name: "'{}'" for name in WRITE_PARAMS},
 }
 
 

@@ -19,6 +19,7 @@ from tests.integration.adapters.pg_store_support import StoreDriver, counted_sto
 
 from taskq.adapters.asyncpg.driver import render_store_queries
 from taskq.adapters.postgres.schema import Schema
+from taskq.adapters.postgres.store.finish import WRITE_PARAMS
 from taskq.domain.actor_config import ActorConfig
 from taskq.domain.job import NewJob
 from taskq.domain.status import JobStatus
@@ -29,20 +30,7 @@ pytestmark = pytest.mark.integration
 BULK = 20_000
 LEASE = timedelta(seconds=60)
 #: finish_and_claim's write arrays when it only claims.
-NO_WRITES: dict[str, Any] = {
-    name: []
-    for name in (
-        "job_id",
-        "fencing_token",
-        "status",
-        "result",
-        "error",
-        "error_class",
-        "result_ttl",
-        "finished_now",
-        "started_ago",
-    )
-}
+NO_WRITES: dict[str, Any] = {name: [] for name in WRITE_PARAMS}
 
 
 @pytest.fixture

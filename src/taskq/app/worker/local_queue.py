@@ -59,12 +59,8 @@ class LocalQueue(Generic[T]):
     def put_nowait(self, item: T) -> None:
         """Hand ``item`` to a waiting consumer, else queue it; ``asyncio.QueueFull`` when
         neither is possible (a producer bug)."""
-        while self._waiters:
-            waiter = self._waiters.popleft()
-            if not waiter.done():
-                self._handed[waiter] = item
-                waiter.set_result(None)
-                return
+        if self._hand(item):
+            return
         if len(self._items) >= self.maxsize:
             raise asyncio.QueueFull(f"local queue is full ({self.maxsize})")
         self._items.append(item)
@@ -115,14 +111,19 @@ class LocalQueue(Generic[T]):
         # A method, not the attribute: close() may have run while get() was suspended.
         return self.closed
 
-    def _requeue(self, item: T) -> None:
+    def _hand(self, item: T) -> bool:
+        """Give ``item`` to the longest-waiting live consumer; False when none waits."""
         while self._waiters:
             waiter = self._waiters.popleft()
             if not waiter.done():
                 self._handed[waiter] = item
                 waiter.set_result(None)
-                return
-        self._items.appendleft(item)  # may briefly exceed maxsize: it was counted as handed
+                return True
+        return False
+
+    def _requeue(self, item: T) -> None:
+        if not self._hand(item):
+            self._items.appendleft(item)  # may briefly exceed maxsize: it was counted as handed
 
     def _discard(self, waiter: asyncio.Future[None]) -> None:
         with contextlib.suppress(ValueError):

@@ -34,6 +34,18 @@ def check_aware_field(name: str, value: datetime) -> datetime:
     return value
 
 
+#: finish_and_claim's write parameters: one array each, one element per terminal write.
+WRITE_PARAMS: Final = (
+    "job_id",
+    "fencing_token",
+    "status",
+    "result",
+    "error",
+    "error_class",
+    "result_ttl",
+    "finished_now",
+    "started_ago",
+)
 #: finish_and_claim's claim parameters when it only writes (a claim of nothing).
 NO_CLAIM: Final[Mapping[str, object]] = MappingProxyType(
     {"now": None, "queue": None, "actors": [], "limit": 0, "worker_id": None, "lease": None}
@@ -69,7 +81,7 @@ class FinishBatch:
         )
 
     def params(self) -> dict[str, object]:
-        """finish_and_claim's write parameters (one array per column)."""
+        """finish_and_claim's write parameters (WRITE_PARAMS: one array per column)."""
         unique = self.unique
         return {
             "job_id": [o.lease.job_id for o in unique],
