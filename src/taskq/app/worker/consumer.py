@@ -78,6 +78,8 @@ from taskq.ports.store_params import Finish, Reschedule
 UNKNOWN_ACTOR_RELEASE_DELAY: Final = timedelta(seconds=10)
 #: Error class recorded on an attempt interrupted by the worker's own shutdown.
 WORKER_SHUTDOWN: Final = "WorkerShutdown"
+#: The write that gives a job back unrun (an actor this worker lacks).
+RELEASE: Final = "release"
 _SHUTDOWN_MESSAGE: Final = "interrupted by worker shutdown; rescheduled without using an attempt"
 
 #: Outstanding terminal writes per consumer slot before a consumer waits for its own.
@@ -207,7 +209,7 @@ class Dispatcher:
             release_delay_seconds=UNKNOWN_ACTOR_RELEASE_DELAY.total_seconds(),
         )
         await self._guarded_write(
-            job, "release", self.state.store.release(job.lease, delay=UNKNOWN_ACTOR_RELEASE_DELAY)
+            job, RELEASE, self.state.store.release(job.lease, delay=UNKNOWN_ACTOR_RELEASE_DELAY)
         )
 
     async def _execute(self, active: ActiveJob) -> tuple[Outcome, bool] | None:
@@ -316,6 +318,7 @@ class Dispatcher:
         self, active: ActiveJob, finish: Finish, what: str, retries: int
     ) -> asyncio.Future[bool]:
         """Queue ``finish`` for the next batched write; ``_written`` handles the answer."""
+        self.state.writing.add(active.job.id)
         write = self.completer.submit(finish)
         write.add_done_callback(partial(self._written, active, finish, what, retries))
         return write
@@ -352,6 +355,9 @@ class Dispatcher:
             return
         self.marks.ended(active)
         state.writes_in_flight -= 1
+        state.writing.discard(job.id)
+        if done.cancelled() or done.exception() is not None:
+            state.unwritten.add(job.id)  # it ran; its lease and the sweep decide what follows
         if done.cancelled():
             events.emit(
                 events.JOB_WRITE_FAILED,
@@ -391,6 +397,8 @@ class Dispatcher:
             # The worker stopped first: the job is left to its lease and the sweep.
             self.marks.ended(active)
             self.state.writes_in_flight -= 1
+            self.state.writing.discard(active.job.id)
+            self.state.unwritten.add(active.job.id)
             raise
         self._submit(active, finish, what, retries)
 
@@ -435,6 +443,8 @@ class Dispatcher:
 
     async def _guarded_write(self, job: ClaimedJob, what: str, write: Awaitable[object]) -> bool:
         """Await an owner write shielded from cancellation; True when it landed."""
+        state = self.state
+        state.writing.add(job.id)
         try:
             await asyncio.shield(write)
         except LeaseLost:
@@ -448,6 +458,8 @@ class Dispatcher:
             return False
         except Exception as exc:
             # Not retried: the lease expires and the leader's sweep reclaims the job.
+            if what != RELEASE:
+                state.unwritten.add(job.id)  # it ran: not the heartbeat's orphan to give back
             events.emit(
                 events.JOB_WRITE_FAILED,
                 logging.ERROR,
@@ -457,6 +469,8 @@ class Dispatcher:
                 error=str(exc),
             )
             return False
+        finally:
+            state.writing.discard(job.id)
         return True
 
 

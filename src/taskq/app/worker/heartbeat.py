@@ -13,6 +13,8 @@ turns the phases into actions, carried out here:
 
 A job this worker is running that the heartbeat no longer reports was
 reclaimed by someone else: it is logged (``job-lease-lost``) and asked to stop.
+A job the heartbeat reports that this worker never received (a claim whose
+reply was lost) is given back (``job-orphan-released``).
 
 After more than ``max_heartbeat_failures`` consecutive failures the worker
 isolates itself: ``store.isolate_worker`` hands its jobs back (retryable
@@ -84,7 +86,53 @@ async def beat(state: WorkerState) -> bool:
     _flag_lost_leases(state, report, watched)
     for active in abandons:
         await _abandon(state, active)
+    await _release_orphans(state, report)
     return True
+
+
+async def _release_orphans(state: WorkerState, report: HeartbeatReport) -> None:
+    """Give back owned jobs this worker never received (a claim whose reply was lost).
+
+    A claim can commit and its answer never arrive (a dropped connection): its
+    jobs are running and locked by this worker, which knows nothing of them, and
+    every heartbeat would extend their leases for as long as it lives. A job
+    the heartbeat reports, that was never started, and that this worker does
+    not hold (running, queued, or being written) on two beats in a row (a claim
+    under way during one beat is answered long before the next) is released:
+    pending again at once, its attempt refunded. A job that ran and whose write
+    gave up is left to its lease, as before.
+    """
+    if state.shutdown_in_progress:
+        return  # the shutdown's drain and the sweep own what is left
+    # A job that ran unwritten stops mattering once someone else owns it.
+    state.unwritten.intersection_update(view.lease.job_id for view in report.running)
+    held = state.active.ids() | state.writing | state.unwritten
+    held.update(job.id for job in state.local_queue.snapshot())
+    unknown = {
+        view.lease for view in report.running if not view.started and view.lease.job_id not in held
+    }
+    orphans = sorted(unknown & state.orphan_suspects, key=lambda lease: lease.job_id)
+    state.orphan_suspects = unknown - set(orphans)
+    for lease in orphans:
+        events.emit(
+            events.JOB_ORPHAN_RELEASED,
+            logging.WARNING,
+            job_id=lease.job_id,
+            fencing_token=lease.fencing_token,
+            reason="claimed for this worker, never received (a claim's reply was lost)",
+        )
+        try:
+            await state.store.release(lease, delay=timedelta(0))
+        except LeaseLost:
+            continue  # someone else's now, or it ended: nothing to give back
+        except TaskQError as exc:
+            events.emit(
+                events.JOB_WRITE_FAILED,
+                logging.ERROR,
+                job_id=lease.job_id,
+                write="release-orphan",
+                error=str(exc),
+            )
 
 
 async def _extend_reservations(state: WorkerState) -> None:

@@ -92,6 +92,10 @@ class LocalQueue(Generic[T]):
             # Woken by close() (a handed item stays for clear(): the drain owns it now),
             # or the item was revoked by clear(): look again.
 
+    def snapshot(self) -> list[T]:
+        """Everything queued or handed but not taken, left in place."""
+        return [*self._handed.values(), *self._items]
+
     def clear(self) -> list[T]:
         """Remove and return everything queued or handed but not taken (the shutdown's drain)."""
         items = [*self._handed.values(), *self._items]

@@ -18,7 +18,7 @@ from taskq.app.worker.ports import WorkerPorts
 from taskq.app.worker.protocols import ActorLike
 from taskq.app.worker.waiting import LatchEvent
 from taskq.domain.cancel import CancelController, GracePeriods
-from taskq.domain.job import ClaimedJob
+from taskq.domain.job import ClaimedJob, Lease
 from taskq.ports.clock import Clock
 from taskq.ports.queue_store import QueueStore
 from taskq.ports.store_params import Finish
@@ -176,6 +176,12 @@ class WorkerState:
     drain_failures: int = 0
     #: Terminal writes submitted and not yet answered (consumers do not wait for them).
     writes_in_flight: int = 0
+    #: Jobs whose outcome write (terminal, reschedule, release) is under way or retried.
+    writing: set[int] = field(default_factory=set)
+    #: Jobs that ran but whose outcome write gave up: their lease and the sweep decide.
+    unwritten: set[int] = field(default_factory=set)
+    #: Owned running jobs the last heartbeat found that this worker does not hold.
+    orphan_suspects: set[Lease] = field(default_factory=set)
     #: The exit code a sibling decided (until-idle 0/3/4, isolate-self 1).
     exit_code: int | None = None
     sibling_crashes: Counter[str] = field(default_factory=Counter)
