@@ -93,9 +93,7 @@ async def test_jobs_the_worker_holds_are_never_taken_for_orphans(
     """A running job and one waiting in the local queue (neither marked started for a
     while) keep their leases through many heartbeats, then finish normally."""
     settings = make_settings(queues=["work"], heartbeat_interval=1.0, max_concurrency=1)
-    ids = [
-        (await client.enqueue(slow.new_job({"n": n}, now=clock.now()))).job_id for n in range(2)
-    ]
+    ids = [(await client.enqueue(slow.new_job({"n": n}, now=clock.now()))).job_id for n in range(2)]
     run = WorkerRun(backend, clock, {"slow": slow}, settings)
     await run.start()
     assert [(await job(client, i)).status for i in ids] == [JobStatus.RUNNING] * 2
