@@ -158,7 +158,7 @@ async def test_up_twice_gives_one_complete_schema(dsn: str, schema: str) -> None
     ]
     assert [c for _, _, c in before["migrations"]] == [m.checksum for m in discover_migrations()]
     indexes = dict(before["indexes"])
-    assert "WHERE (status = 'pending'::text)" in indexes["jobs_dispatch_idx"]
+    assert "WHERE ((status)::text = 'pending'::text)" in indexes["jobs_dispatch_idx"]
     assert "UNIQUE" in indexes["jobs_identity_key_uidx"]
 
 
