@@ -287,13 +287,17 @@ class ActorRef(Generic[P, R]):
         event loop never blocks; THREAD-scope dependencies are resolved in that
         thread. ``deps`` must hold exactly the actor's dependencies.
         """
-        declared = set(self.dependencies)
-        if set(deps) != declared:
-            raise TypeError(
-                f"actor {self.name!r} declares dependencies {sorted(declared)}, got {sorted(deps)}"
-            )
+        if deps or self.dependencies:  # most actors have none: nothing to check or resolve
+            declared = set(self.dependencies)
+            if set(deps) != declared:
+                raise TypeError(
+                    f"actor {self.name!r} declares dependencies {sorted(declared)}, "
+                    f"got {sorted(deps)}"
+                )
         if self.is_async:
-            args, kwargs = self._arguments(payload, ctx, resolve_thread_locals(deps))
+            args, kwargs = self._arguments(
+                payload, ctx, resolve_thread_locals(deps) if deps else {}
+            )
             result = await self.fn(*args, **kwargs)
         else:
             result = await asyncio.to_thread(self._call_in_thread, payload, ctx, deps)

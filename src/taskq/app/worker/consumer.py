@@ -141,9 +141,9 @@ class Dispatcher:
                 await self._settle(write)  # the database is behind: wait for this one
 
     def _slot_taken(self) -> None:
-        queue = self.state.local_queue
-        if queue.free() >= self.state.claim_threshold:
-            self.state.slot_freed.set()  # only a wake-up worth a claim
+        state = self.state
+        if not state.slot_freed.is_set() and state.local_queue.free() >= state.claim_threshold:
+            state.slot_freed.set()  # only a wake-up worth a claim
 
     def _stop_waiting(self) -> None:
         """The shutdown is complete (or the worker isolated): stop waiting for running jobs.

@@ -103,6 +103,8 @@ def load_json(text: str | None) -> JSON:
 
 
 def load_json_object(text: str | None) -> dict[str, JSON]:
+    if text == EMPTY_OBJECT:
+        return {}  # most metadata: no parse
     value = load_json(text)
     return value if isinstance(value, dict) else {}
 
