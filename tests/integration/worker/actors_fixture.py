@@ -4,8 +4,10 @@ Every actor first records that an attempt started: one row in the test
 schema's ``side_effects(job_id, attempt, worker_pid, at)`` table, written on
 the actor's own connection (the worker CLI takes no DI providers, so the
 actors keep a small asyncpg pool per event loop, read from the same
-``TASKQ_PG_DSN`` / ``TASKQ_SCHEMA_NAME`` the worker uses). A job that runs
-twice therefore leaves two rows: that is what the exactly-once checks count.
+``TASKQ_PG_DSN`` / ``TASKQ_SCHEMA_NAME`` the worker uses, or from
+``SIDE_EFFECTS_DSN`` when a test keeps that pool apart from the worker's
+connections). A job that runs twice therefore leaves two rows: that is what
+the exactly-once checks count.
 """
 
 from __future__ import annotations
@@ -50,12 +52,17 @@ class Nap(BaseModel):
     cooperative: bool = True
 
 
+#: Where the side-effect rows go when not on the worker's own DSN.
+SIDE_EFFECTS_DSN = "SIDE_EFFECTS_DSN"
+
+
 async def _pool() -> asyncpg.Pool:
     # One pool per loop: asyncpg connections belong to the loop that opened them.
     loop = asyncio.get_running_loop()
     pool = _pools.get(loop)
     if pool is None:
-        pool = await asyncpg.create_pool(os.environ["TASKQ_PG_DSN"], min_size=1, max_size=4)
+        dsn = os.environ.get(SIDE_EFFECTS_DSN) or os.environ["TASKQ_PG_DSN"]
+        pool = await asyncpg.create_pool(dsn, min_size=1, max_size=4)
         _pools[loop] = pool
     return pool
 

@@ -24,6 +24,7 @@ from operator import itemgetter
 from typing import Any, Final, TypeAlias
 
 import asyncpg
+from asyncpg.exceptions import InternalClientError
 
 from taskq.adapters.postgres.driver import (
     Driver,
@@ -59,9 +60,30 @@ def translation(exc: BaseException) -> BaseException | None:
         return sqlstate_error(exc.sqlstate, error_reason(exc), constraint)
     if isinstance(exc, asyncpg.exceptions.DataError):
         return None  # a parameter asyncpg could not encode: already a ValueError
-    if isinstance(exc, asyncpg.InterfaceError | OSError | TimeoutError):
+    if isinstance(exc, asyncpg.InterfaceError | InternalClientError | OSError | TimeoutError):
+        # InternalClientError: a connection left mid-protocol by a server that went away.
         return StoreUnavailable(f"lost the Postgres connection: {error_reason(exc)}")
     return None
+
+
+def broken(exc: BaseException) -> bool:
+    """True when ``exc`` may leave the connection unusable: it must be closed, not reused.
+
+    A server that terminates a session (administrator command, shutdown, a proxy
+    restart) answers mid-statement with a FATAL error and closes the socket, and
+    the connection can look alive until asyncpg notices: put back in the pool as
+    is, the next statement on it would find the protocol still mid-operation.
+    """
+    if isinstance(exc, asyncpg.PostgresError):
+        return exc.sqlstate[:2] in _CONNECTION_SQLSTATE_CLASSES
+    if isinstance(exc, asyncpg.exceptions.DataError):
+        return False  # refused before anything was sent
+    return isinstance(exc, asyncpg.InterfaceError | InternalClientError | OSError | TimeoutError)
+
+
+#: SQLSTATE classes of a connection that is going away: connection exception, operator
+#: intervention (admin_shutdown, crash_shutdown, cannot_connect_now).
+_CONNECTION_SQLSTATE_CLASSES: Final = ("08", "57")
 
 
 @contextmanager
@@ -202,12 +224,19 @@ class AsyncpgPoolDriver(_Statements):
     ) -> None:
         self._pool = pool
         self._queries = queries
-        self._lane: Lane[tuple[Pool, PoolConnection]] = Lane(self._release)
+        self._lane: Lane[tuple[Pool, PoolConnection]] = Lane(self._release, discard=self._discard)
 
     @staticmethod
     async def _release(kept: tuple[Pool, PoolConnection]) -> None:
         # The pool it came from: the store may already have let go of its pool (closing).
         pool, conn = kept
+        await pool.release(conn)
+
+    @staticmethod
+    async def _discard(kept: tuple[Pool, PoolConnection], failure: BaseException) -> None:
+        pool, conn = kept
+        if broken(failure):
+            conn.terminate()  # the pool replaces it on the next acquire
         await pool.release(conn)
 
     async def _call(self, method: str, sql: str, args: tuple[object, ...]) -> Any:
@@ -232,7 +261,12 @@ class AsyncpgPoolDriver(_Statements):
             if not lane.adopt():
                 with translated():
                     async with pool.acquire() as conn:
-                        return await op(conn)
+                        try:
+                            return await op(conn)
+                        except Exception as exc:
+                            if broken(exc):
+                                conn.terminate()
+                            raise
             try:
                 with translated():
                     kept = (pool, await pool.acquire())

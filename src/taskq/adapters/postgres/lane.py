@@ -28,8 +28,16 @@ _log = logging.getLogger(__name__)
 class Lane(Generic[C]):
     """At most one kept connection; ``release`` gives it back to its pool."""
 
-    def __init__(self, release: Callable[[C], Awaitable[None]]) -> None:
+    def __init__(
+        self,
+        release: Callable[[C], Awaitable[None]],
+        *,
+        discard: Callable[[C, BaseException], Awaitable[None]] | None = None,
+    ) -> None:
         self._release = release
+        # After a failed statement: closes the connection first when the failure left it
+        # unusable (the driver knows which), so the pool never hands it out again.
+        self._discard = discard
         self._conn: C | None = None
         self._busy = False
         self._hand_back: asyncio.TimerHandle | None = None
@@ -93,7 +101,7 @@ class Lane(Generic[C]):
         try:
             result = await work
         except BaseException as exc:
-            await self.drop(conn)
+            await self.drop(conn, exc)
             error = translate(exc) if isinstance(exc, Exception) else None
             if error is None:
                 raise
@@ -101,8 +109,9 @@ class Lane(Generic[C]):
         self.keep(conn)
         return result
 
-    async def drop(self, conn: C | None) -> None:
-        """The statement failed (or never got a connection): give ``conn`` back now.
+    async def drop(self, conn: C | None, failure: BaseException | None = None) -> None:
+        """The statement failed (or never got a connection): give ``conn`` back now
+        (through ``discard`` when there is a ``failure``).
 
         A failure to give it back is swallowed: the caller's own error is what matters.
         """
@@ -112,7 +121,13 @@ class Lane(Generic[C]):
             self._hand_back.cancel()
             self._hand_back = None
         if conn is not None:
-            await self._release_quietly(conn)
+            if failure is not None and self._discard is not None:
+                try:
+                    await self._discard(conn, failure)
+                except Exception:
+                    _log.debug("could not discard a failed connection", exc_info=True)
+            else:
+                await self._release_quietly(conn)
 
     def _give_back(self) -> None:
         self._hand_back = None
