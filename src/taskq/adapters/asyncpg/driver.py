@@ -279,8 +279,14 @@ class AsyncpgPoolDriver(_Statements):
     async def transaction(self) -> AsyncIterator[Driver]:
         pool = await self._pool()
         with translated():
-            async with pool.acquire() as conn, conn.transaction():
-                yield AsyncpgConnectionDriver(conn, self._queries)
+            async with pool.acquire() as conn:
+                try:
+                    async with conn.transaction():
+                        yield AsyncpgConnectionDriver(conn, self._queries)
+                except Exception as exc:
+                    if broken(exc):
+                        conn.terminate()  # not back into the pool half-dead
+                    raise
 
 
 __all__ = [
