@@ -15,9 +15,10 @@ import pytest
 
 from contracts.harness import EPOCH, Harness
 from contracts.helpers import at, enqueue_and_claim, get, new_job
+from taskq.domain.actor_config import ActorConfig, QueueMode
 from taskq.domain.job import JSON
 from taskq.domain.status import JobStatus
-from taskq.ports.store_params import Finish
+from taskq.ports.store_params import Finish, WorkerInfo
 
 INT32_MIN = -(2**31)
 INT32_MAX = 2**31 - 1
@@ -150,3 +151,38 @@ async def test_a_result_with_nul_is_refused_and_the_job_stays_running(harness: H
         claimed.fencing_token,
         None,
     )
+
+
+def _worker(**fields: Any) -> WorkerInfo:
+    values: dict[str, Any] = {"worker_id": "w", "hostname": "h", "pid": 1, "queues": ["default"]}
+    return WorkerInfo(**{**values, **fields})
+
+
+async def test_a_worker_registration_holding_nul_is_refused(harness: Harness) -> None:
+    """Worker ids, hostnames, queue and actor names are text too: NUL is refused (the
+    registration cannot even be built), and nothing is registered."""
+    store = harness.store
+    for fields in (
+        {"worker_id": f"w{NUL}1"},
+        {"hostname": f"h{NUL}"},
+        {"queues": [f"q{NUL}"]},
+        {"actors": [f"a{NUL}"]},
+        {"worker_label": NUL},
+    ):
+        with pytest.raises(ValueError, match=REFUSAL):
+            _worker(**fields)
+    await store.register_worker(_worker(), now=EPOCH)  # the same without NUL is fine
+    assert [w.worker_id for w in await store.list_workers()] == ["w"]
+
+
+async def test_a_queue_mode_or_actor_config_holding_nul_is_refused(harness: Harness) -> None:
+    """Operator writes follow the same rule: nothing is stored."""
+    store = harness.store
+    with pytest.raises(ValueError, match=REFUSAL):
+        await store.set_queue_mode(f"q{NUL}", QueueMode.ROUND_ROBIN)
+    with pytest.raises(ValueError, match=REFUSAL):
+        await store.sync_actor_configs([ActorConfig(actor=f"a{NUL}", queue="default")])
+    with pytest.raises(ValueError, match=REFUSAL):
+        await store.sync_actor_configs([ActorConfig(actor="a", queue=f"q{NUL}")])
+    assert await store.queue_modes() == {}
+    assert await store.list_actor_configs() == []

@@ -18,6 +18,7 @@ import re
 from collections.abc import Iterable
 from typing import Final
 
+from taskq.domain.actor_config import ActorConfig
 from taskq.domain.job import NewJob, UniformJobs
 
 INT32_MIN: Final = -(2**31)
@@ -70,6 +71,26 @@ def check_new_jobs(jobs: Iterable[NewJob]) -> None:
         return
     for job in jobs:
         check_new_job(job)
+
+
+def check_texts(what: str, **values: str | Iterable[str] | None) -> None:
+    """Raise ``ValueError`` naming ``what.<field>`` when a text value holds a NUL.
+
+    For the other rows stores keep (workers, actor configs, queue modes): an
+    operator's or a worker's text, refused alike by every store.
+    """
+    for name, value in values.items():
+        if value is None:
+            continue
+        for text in (value,) if isinstance(value, str) else value:
+            if NUL in text:
+                raise ValueError(f"{what}.{name} holds a NUL character, which no store can keep")
+
+
+def check_actor_configs(configs: Iterable[ActorConfig]) -> None:
+    """:func:`check_texts` for actor configs (their names and queues)."""
+    for config in configs:
+        check_texts("ActorConfig", actor=config.actor, queue=config.queue)
 
 
 def check_json_text(text: str, what: str) -> None:

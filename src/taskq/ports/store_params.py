@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from taskq.domain.cancel_phase import CancelPhase
 from taskq.domain.job import JSON, Lease
 from taskq.domain.status import JobStatus
+from taskq.domain.storable import check_texts
 
 #: Capabilities an adapter may declare in ``QueueStore.capabilities``.
 CAP_LISTEN_NOTIFY = "listen_notify"
@@ -99,6 +100,18 @@ class WorkerInfo:
     actors: Sequence[str] = ()
     worker_label: str | None = None
     workgroup_instance: str | None = None
+
+    def __post_init__(self) -> None:
+        # Text no store can keep is refused here, by every adapter alike.
+        check_texts(
+            "WorkerInfo",
+            worker_id=self.worker_id,
+            hostname=self.hostname,
+            queues=self.queues,
+            actors=self.actors,
+            worker_label=self.worker_label,
+            workgroup_instance=self.workgroup_instance,
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

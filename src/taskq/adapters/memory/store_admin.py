@@ -15,6 +15,7 @@ from taskq.domain.actor_config import (
     merge_actor_configs,
 )
 from taskq.domain.errors import ActorConfigDriftList, UnknownActorError
+from taskq.domain.storable import check_actor_configs, check_texts
 from taskq.ports.store_params import CapacityUpdate
 
 
@@ -30,6 +31,7 @@ class AdminOps(StoreCore):
         self, configs: Sequence[ActorConfig], *, force: bool = False
     ) -> ActorConfigSyncReport:
         await self._begin()
+        check_actor_configs(configs)
         # Work on a copy and commit at the end: a drift refusal writes nothing.
         table = dict(self._db.actor_configs)
         merge = merge_actor_configs(table, map(_stored, configs))
@@ -69,6 +71,7 @@ class AdminOps(StoreCore):
 
     async def set_queue_mode(self, queue: str, mode: QueueMode) -> None:
         await self._begin()
+        check_texts("queue mode", queue=queue)
         self._db.queue_modes[queue] = QueueMode(mode)
 
     async def queue_modes(self) -> dict[str, QueueMode]:

@@ -15,6 +15,7 @@ from taskq.domain.actor_config import (
     merge_actor_configs,
 )
 from taskq.domain.errors import ActorConfigDriftList, UnknownActorError
+from taskq.domain.storable import check_actor_configs
 from taskq.ports.store_params import CapacityUpdate
 
 
@@ -29,6 +30,7 @@ class ActorConfigOps(StoreCore):
     ) -> ActorConfigSyncReport:
         """Compare and write under one transaction-scoped lock, so concurrent syncs take turns."""
         self._begin()
+        check_actor_configs(configs)
         registered = [_as_stored(c) for c in configs]
         async with self._driver.transaction() as tx:
             await tx.fetchval("lock_actor_config", lock_key=self._schema.lock_key("actor_config"))
