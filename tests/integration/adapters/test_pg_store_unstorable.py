@@ -9,6 +9,7 @@ type escape (psycopg refuses a NUL in text while binding, with no SQLSTATE).
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -16,7 +17,7 @@ from tests.integration.adapters.pg_store_support import StoreDriver, counted_sto
 
 from taskq.adapters.postgres.schema import Schema
 from taskq.domain.job import NewJob
-from taskq.ports.store_params import WorkerInfo
+from taskq.ports.store_params import Heartbeat
 
 pytestmark = pytest.mark.integration
 
@@ -65,8 +66,10 @@ async def test_unstorable_bound_enqueue_leaves_the_callers_transaction_usable(
 
 
 async def test_nul_in_any_text_parameter_is_a_value_error(store: Any) -> None:
-    """A NUL reaching the driver (here a worker id) is ValueError on both drivers, not theirs."""
-    worker = WorkerInfo(worker_id="w\x00", hostname="h", pid=1, queues=["default"])
+    """A NUL reaching the driver (here a heartbeat's worker id) is ValueError on both
+    drivers, not theirs."""
     with pytest.raises(ValueError, match="Postgres cannot store a value"):
-        await store.register_worker(worker)
+        await store.heartbeat(
+            Heartbeat(worker_id="w\x00", lease=timedelta(seconds=30), is_leader=False)
+        )
     assert await store.list_workers() == []
