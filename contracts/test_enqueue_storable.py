@@ -186,3 +186,43 @@ async def test_a_queue_mode_or_actor_config_holding_nul_is_refused(harness: Harn
         await store.sync_actor_configs([ActorConfig(actor="a", queue=f"q{NUL}")])
     assert await store.queue_modes() == {}
     assert await store.list_actor_configs() == []
+
+
+#: A lone surrogate: a Python str may hold one, UTF-8 (and so Postgres) cannot.
+LONE = "\ud800"
+SURROGATE_TEXT_FIELDS: dict[str, dict[str, Any]] = {
+    "queue": {"queue": f"q{LONE}"},
+    "actor": {"actor": f"{LONE}a"},
+    "fairness_key": {"fairness_key": LONE},
+    "tags": {"tags": (f"t{LONE}",)},
+}
+
+
+@pytest.mark.parametrize("fields", SURROGATE_TEXT_FIELDS.values(), ids=SURROGATE_TEXT_FIELDS.keys())
+async def test_text_with_a_lone_surrogate_is_refused(
+    harness: Harness, fields: dict[str, Any]
+) -> None:
+    """Text that is not valid Unicode is refused with ValueError; nothing is stored."""
+    with pytest.raises(ValueError, match=r"(?i)surrogate|utf-?8|encode"):
+        await harness.store.enqueue(new_job(**fields), now=EPOCH)
+    assert await harness.store.count_active() == 0
+
+
+@pytest.mark.parametrize("document", [{"s": LONE}, {LONE: 1}, {"n": [f"x{LONE}y"]}])
+async def test_json_with_a_lone_surrogate_is_refused(
+    harness: Harness, document: dict[str, JSON]
+) -> None:
+    """jsonb refuses an unpaired surrogate escape: so does every store."""
+    with pytest.raises(ValueError, match=r"(?i)surrogate|utf-?8|encode|unicode"):
+        await harness.store.enqueue(new_job(payload=document), now=EPOCH)
+    assert await harness.store.count_active() == 0
+
+
+async def test_json_with_a_surrogate_pair_is_stored(harness: Harness) -> None:
+    """A character outside the BMP (a surrogate pair once escaped) is ordinary text."""
+    document: dict[str, JSON] = {
+        "emoji": "\U0001f600",
+        "pair": "\ud83d\ude00".encode("utf-16", "surrogatepass").decode("utf-16"),
+    }
+    job_id = (await harness.store.enqueue(new_job(payload=document), now=EPOCH)).job_id
+    assert dict((await get(harness.store, job_id)).payload) == document

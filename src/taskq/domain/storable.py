@@ -31,8 +31,22 @@ _JSON_NUL_ESCAPE: Final = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
 
 
 def _nul_in(field: str, value: str | None) -> None:
-    if value is not None and NUL in value:
+    if value is None:
+        return
+    if NUL in value:
         raise ValueError(f"NewJob.{field} holds a NUL character, which no store can keep")
+    _unicode(f"NewJob.{field}", value)
+
+
+def _unicode(what: str, value: str) -> None:
+    # A str may hold a lone surrogate; UTF-8, and so every store, cannot.
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(
+                f"{what} holds a lone surrogate (not valid Unicode), which no store can keep"
+            ) from None
 
 
 def check_new_job(job: NewJob) -> None:
@@ -41,7 +55,7 @@ def check_new_job(job: NewJob) -> None:
     Payload and metadata are checked where they are serialised
     (:func:`check_json_text`), so each is encoded once.
     """
-    if NUL in job.queue or NUL in job.actor:
+    if NUL in job.queue or NUL in job.actor or not (job.queue + job.actor).isascii():
         _nul_in("queue", job.queue)
         _nul_in("actor", job.actor)
     if job.identity_key is not None or job.idempotency_key is not None:
@@ -51,8 +65,11 @@ def check_new_job(job: NewJob) -> None:
     if job.trace_id is not None or job.span_id is not None:
         _nul_in("trace_id", job.trace_id)
         _nul_in("span_id", job.span_id)
-    if job.tags and NUL in "".join(job.tags):
-        raise ValueError("NewJob.tags holds a NUL character, which no store can keep")
+    if job.tags:
+        joined = "".join(job.tags)
+        if NUL in joined:
+            raise ValueError("NewJob.tags holds a NUL character, which no store can keep")
+        _unicode("NewJob.tags", joined)
     if not INT32_MIN <= job.priority <= INT32_MAX:
         raise ValueError(
             f"NewJob.priority must be within [{INT32_MIN}, {INT32_MAX}], got {job.priority}"
@@ -85,6 +102,7 @@ def check_texts(what: str, **values: str | Iterable[str] | None) -> None:
         for text in (value,) if isinstance(value, str) else value:
             if NUL in text:
                 raise ValueError(f"{what}.{name} holds a NUL character, which no store can keep")
+            _unicode(f"{what}.{name}", text)
 
 
 def check_actor_configs(configs: Iterable[ActorConfig]) -> None:
@@ -101,6 +119,31 @@ def check_json_text(text: str, what: str) -> None:
     """
     if "\\u0000" in text and _JSON_NUL_ESCAPE.search(text) is not None:
         raise ValueError(f"{what} holds a NUL character, which no store can keep")
+    if ("\\ud" in text or "\\uD" in text) and _lone_surrogate(text):
+        raise ValueError(
+            f"{what} holds a lone surrogate (not valid Unicode), which no store can keep"
+        )
+
+
+#: A surrogate escape in JSON text (after whole ``\\`` pairs only): high or low.
+_JSON_SURROGATE: Final = re.compile(r"(?<!\\)(?:\\\\)*\\u([dD][89abAB]|[dD][c-fC-F])[0-9a-fA-F]{2}")
+
+
+def _lone_surrogate(text: str) -> bool:
+    """True when JSON ``text`` has a surrogate escape that is not half of a pair."""
+    expect_low_at = -1
+    for match in _JSON_SURROGATE.finditer(text):
+        escape_at = match.end() - 6
+        high = match.group(1)[1].lower() in "89ab"
+        if expect_low_at >= 0:
+            if high or escape_at != expect_low_at:
+                return True  # the high one before was alone
+            expect_low_at = -1
+        elif high:
+            expect_low_at = match.end()
+        else:
+            return True  # a low one with no high one before it
+    return expect_low_at >= 0
 
 
 __all__ = [

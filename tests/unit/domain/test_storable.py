@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -65,3 +66,35 @@ def test_a_nul_in_a_text_field_is_refused_naming_it(field: str) -> None:
     with pytest.raises(ValueError, match=f"NewJob.{field} holds a NUL"):
         check_new_job(NewJob(**fields))
     check_new_job(NewJob(**{**fields, field: "xy"}))
+
+
+@pytest.mark.parametrize(
+    ("document", "lone"),
+    [
+        ({"s": chr(0xD800)}, True),  # chr(): a linter folds lone surrogates in literals
+        ({"s": chr(0xDC00)}, True),
+        ({chr(0xD83D): 1}, True),
+        ({"s": "ok \U0001f600 then \ud800"}, True),
+        ({"s": "\U0001f600"}, False),
+        ({"s": "a\\ud800"}, False),  # a backslash and the letters u, d, 8, 0, 0
+        ({"s": "plain"}, False),
+    ],
+)
+def test_a_lone_surrogate_in_json_text_is_refused(document: dict[str, Any], lone: bool) -> None:
+    """jsonb refuses an unpaired surrogate escape; a pair (a character outside the BMP)
+    and an escaped backslash before u-d-8-0-0 are fine."""
+    text = json.dumps(document)
+    if lone:
+        with pytest.raises(ValueError, match="lone surrogate"):
+            check_json_text(text, "payload")
+    else:
+        check_json_text(text, "payload")
+
+
+def test_a_lone_surrogate_in_a_text_field_is_refused_by_name() -> None:
+    """Text must encode as UTF-8: the field is named."""
+    with pytest.raises(ValueError, match=r"NewJob\.fairness_key holds a lone surrogate"):
+        check_new_job(NewJob(actor="a", fairness_key="x\udfff"))
+    with pytest.raises(ValueError, match=r"NewJob\.queue holds a lone surrogate"):
+        check_new_job(NewJob(actor="a", queue="\ud800"))
+    check_new_job(NewJob(actor="a", queue="café", fairness_key="\U0001f600"))

@@ -126,9 +126,14 @@ def store_queries() -> Mapping[str, Query]:
 
 
 def error_reason(exc: BaseException) -> str:
-    """The first line of ``exc``'s message (its type name when it has none)."""
+    """The first line of ``exc``'s message (its type name when it has none), with the
+    server's detail when it gave one (what exactly was wrong with a value, say)."""
     text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+    first = text.splitlines()[0] if text else type(exc).__name__
+    detail = getattr(exc, "detail", None) or getattr(
+        getattr(exc, "diag", None), "message_detail", None
+    )
+    return f"{first} ({detail})" if isinstance(detail, str) and detail else first
 
 
 def sqlstate_error(sqlstate: str | None, reason: str, constraint: str | None) -> Exception | None:
