@@ -7,7 +7,8 @@
 --
 -- No table rewrite: the column becomes the domain before the domain has a constraint
 -- (a relabel of text), and the constraint is added NOT VALID (every stored status
--- already passed jobs_status_check, dropped below).
+-- already passed jobs_status_check, dropped below). The indexes that mention status
+-- are rebuilt under the lock, though: run it while jobs is small or quiet.
 CREATE DOMAIN {schema}.job_status AS text;
 ALTER TABLE {schema}.jobs ALTER COLUMN status TYPE {schema}.job_status;
 -- The archive keeps the same column types as jobs (and its own, cold, terminal check).
