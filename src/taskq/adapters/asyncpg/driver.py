@@ -19,7 +19,7 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
 from operator import itemgetter
 from typing import Any, Final, TypeAlias
 
@@ -32,6 +32,7 @@ from taskq.adapters.postgres.driver import (
     error_reason,
     sqlstate_error,
     store_queries,
+    translating,
 )
 from taskq.adapters.postgres.lane import Lane
 from taskq.adapters.postgres.schema import Schema
@@ -81,21 +82,29 @@ def broken(exc: BaseException) -> bool:
     return isinstance(exc, asyncpg.InterfaceError | InternalClientError | OSError | TimeoutError)
 
 
+def _terminate_if_broken(conn: AnyConnection, failure: BaseException) -> None:
+    if broken(failure):
+        conn.terminate()  # the pool replaces it on the next acquire, never hands it out
+
+
+@contextmanager
+def _terminated_if_broken(conn: AnyConnection) -> Iterator[None]:
+    """A failure that may have broken ``conn`` closes it before it goes back to its pool."""
+    try:
+        yield
+    except Exception as exc:
+        _terminate_if_broken(conn, exc)
+        raise
+
+
 #: SQLSTATE classes of a connection that is going away: connection exception, operator
 #: intervention (admin_shutdown, crash_shutdown, cannot_connect_now).
 _CONNECTION_SQLSTATE_CLASSES: Final = ("08", "57")
 
 
-@contextmanager
-def translated() -> Iterator[None]:
+def translated() -> AbstractContextManager[None]:
     """Translate asyncpg and socket errors into domain errors and the driver signals."""
-    try:
-        yield
-    except Exception as exc:
-        error = translation(exc)
-        if error is None:
-            raise
-        raise error from exc
+    return translating(translation)
 
 
 #: Per query text: the positional arguments from its keyword parameters in one C call.
@@ -235,8 +244,7 @@ class AsyncpgPoolDriver(_Statements):
     @staticmethod
     async def _discard(kept: tuple[Pool, PoolConnection], failure: BaseException) -> None:
         pool, conn = kept
-        if broken(failure):
-            conn.terminate()  # the pool replaces it on the next acquire
+        _terminate_if_broken(conn, failure)
         await pool.release(conn)
 
     async def _call(self, method: str, sql: str, args: tuple[object, ...]) -> Any:
@@ -261,12 +269,8 @@ class AsyncpgPoolDriver(_Statements):
             if not lane.adopt():
                 with translated():
                     async with pool.acquire() as conn:
-                        try:
+                        with _terminated_if_broken(conn):
                             return await op(conn)
-                        except Exception as exc:
-                            if broken(exc):
-                                conn.terminate()
-                            raise
             try:
                 with translated():
                     kept = (pool, await pool.acquire())
@@ -280,13 +284,9 @@ class AsyncpgPoolDriver(_Statements):
         pool = await self._pool()
         with translated():
             async with pool.acquire() as conn:
-                try:
+                with _terminated_if_broken(conn):
                     async with conn.transaction():
                         yield AsyncpgConnectionDriver(conn, self._queries)
-                except Exception as exc:
-                    if broken(exc):
-                        conn.terminate()  # not back into the pool half-dead
-                    raise
 
 
 __all__ = [

@@ -23,8 +23,8 @@ or retries; should one escape anyway, it is still a ``StoreUnavailable``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, contextmanager
 from typing import Any, Final, Protocol
 
 from taskq.adapters.postgres.sql_loader import Query, load_queries
@@ -125,6 +125,22 @@ def store_queries() -> Mapping[str, Query]:
     return merged
 
 
+#: A driver's map from its errors to domain errors or driver signals (None: not its to map).
+Translation = Callable[[BaseException], BaseException | None]
+
+
+@contextmanager
+def translating(translation: Translation) -> Iterator[None]:
+    """Raise what ``translation`` maps an error to (from the original), else the error."""
+    try:
+        yield
+    except Exception as exc:
+        error = translation(exc)
+        if error is None:
+            raise
+        raise error from exc
+
+
 def error_reason(exc: BaseException) -> str:
     """The first line of ``exc``'s message (its type name when it has none), with the
     server's detail when it gave one (what exactly was wrong with a value, say)."""
@@ -178,10 +194,12 @@ __all__ = [
     "LockTimeout",
     "Row",
     "TransientConflict",
+    "Translation",
     "UniqueConflict",
     "error_reason",
     "sqlstate_error",
     "store_queries",
+    "translating",
     "unavailable_sqlstate",
     "value_sqlstate",
 ]

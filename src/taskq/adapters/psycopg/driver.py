@@ -16,11 +16,10 @@ from collections.abc import (
     Awaitable,
     Callable,
     Iterable,
-    Iterator,
     Mapping,
     Sequence,
 )
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import AbstractContextManager, asynccontextmanager
 from typing import Any, Final, TypeAlias
 
 import psycopg
@@ -35,6 +34,7 @@ from taskq.adapters.postgres.driver import (
     error_reason,
     sqlstate_error,
     store_queries,
+    translating,
 )
 from taskq.adapters.postgres.lane import Lane
 from taskq.adapters.postgres.schema import Schema
@@ -73,16 +73,9 @@ def translation(exc: BaseException) -> BaseException | None:
     return None
 
 
-@contextmanager
-def translated() -> Iterator[None]:
+def translated() -> AbstractContextManager[None]:
     """Translate psycopg and socket errors into domain errors and the driver signals."""
-    try:
-        yield
-    except Exception as exc:
-        error = translation(exc)
-        if error is None:
-            raise
-        raise error from exc
+    return translating(translation)
 
 
 #: Per query text: its parameter names as a set. Bounded (each schema renders its
