@@ -20,7 +20,7 @@ from typing import Final
 
 from taskq.adapters.postgres.driver import TransientConflict
 from taskq.adapters.postgres.store.base import CONFLICT_RETRIES, StoreCore
-from taskq.adapters.postgres.store.finish import NO_CLAIM, FinishBatch
+from taskq.adapters.postgres.store.finish import FinishBatch, write_finishes
 from taskq.adapters.postgres.store.rows import check_lease, claimed_from_row
 from taskq.domain.errors import LeaseLost
 from taskq.domain.job import ClaimedJob, Lease
@@ -98,10 +98,7 @@ class ClaimOps(StoreCore):
         raise AssertionError("unreachable")
 
     async def _finish_only(self, batch: FinishBatch | None) -> list[Lease]:
-        if batch is None or not batch.outcomes:
-            return []
-        rows = await self._driver.fetch("finish_and_claim", **batch.params(), **NO_CLAIM)
-        return batch.lost(rows[0] if rows else None)
+        return [] if batch is None else await write_finishes(self._driver, batch)
 
     def _remember_shape(
         self, shape: tuple[tuple[str, ...], tuple[str, ...]], *, mixed: bool

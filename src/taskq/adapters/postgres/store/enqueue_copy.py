@@ -189,15 +189,6 @@ def copy_chunks(
         yield _render(payloads[start:end], ids[start:end], rest)
 
 
-def copy_text(
-    jobs: Sequence[NewJob], ids: Sequence[int], now: datetime, *, clock_given: bool = True
-) -> tuple[tuple[str, ...], bytes]:
-    """A whole batch at once: its columns and its rows."""
-    plan = plan_copy(jobs, now, clock_given=clock_given)
-    data = b"".join(copy_chunks([j.payload for j in jobs], ids, plan.options))
-    return plan.columns, data
-
-
 def _render(
     payloads: Sequence[Mapping[str, JSON]], ids: Sequence[int], options: Iterable[str]
 ) -> bytes:
@@ -212,4 +203,4 @@ def _render(
     return "".join(lines).encode()
 
 
-__all__ = ["CHUNK_ROWS", "COPY_COLUMNS", "CopyPlan", "copy_chunks", "copy_text", "plan_copy"]
+__all__ = ["CHUNK_ROWS", "COPY_COLUMNS", "CopyPlan", "copy_chunks", "plan_copy"]

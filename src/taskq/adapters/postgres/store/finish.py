@@ -8,7 +8,7 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Final
 
-from taskq.adapters.postgres.driver import Row
+from taskq.adapters.postgres.driver import Driver, Row
 from taskq.adapters.postgres.store.base import StoreCore
 from taskq.adapters.postgres.store.rows import check_aware, dump_optional_json
 from taskq.domain.errors import IllegalTransition, LeaseLost
@@ -110,19 +110,22 @@ class FinishBatch:
         ]
 
 
+async def write_finishes(driver: Driver, batch: FinishBatch) -> list[Lease]:
+    """finish_and_claim with a claim of nothing: ``batch``'s writes; the leases not held."""
+    if not batch.outcomes:
+        return []
+    rows = await driver.fetch("finish_and_claim", **batch.params(), **NO_CLAIM)
+    return batch.lost(rows[0] if rows else None)
+
+
 class FinishOps(StoreCore):
     async def finish(self, outcome: Finish) -> None:
-        self._begin(outcome.now)
         if await self.finish_many([outcome]):
             raise LeaseLost(outcome.lease.job_id, outcome.lease.fencing_token)
 
     async def finish_many(self, outcomes: Sequence[Finish]) -> list[Lease]:
         self._begin()
-        batch = FinishBatch.of(outcomes)
-        if not outcomes:
-            return []
-        rows = await self._driver.fetch("finish_and_claim", **batch.params(), **NO_CLAIM)
-        return batch.lost(rows[0] if rows else None)
+        return await write_finishes(self._driver, FinishBatch.of(outcomes))
 
     async def reschedule(self, request: Reschedule) -> None:
         now = self._begin(request.now)
