@@ -154,6 +154,16 @@ def _optional(jobs: Sequence[NewJob], name: str, present: frozenset[str]) -> lis
     return [get(j) for j in jobs]
 
 
+def _options_of(jobs: Sequence[NewJob]) -> Sequence[NewJob]:
+    """Jobs whose options are the batch's: a uniform batch's are its template's, read once."""
+    return [jobs.template] if isinstance(jobs, UniformJobs) else jobs
+
+
+def _listed(jobs: Sequence[NewJob]) -> list[NewJob]:
+    """The jobs as the per-job paths take them (a list already is one; no copy)."""
+    return jobs if isinstance(jobs, list) else list(jobs)
+
+
 def _wake_queue(jobs: Sequence[NewJob]) -> str:
     """The queue to wake: the one all jobs share, else "" (any queue)."""
     if isinstance(jobs, UniformJobs):
@@ -195,7 +205,7 @@ class Enqueuer:
         check_aware(now)
         # A uniform batch keeps its shape: its options are read once, from its template.
         batch: Sequence[NewJob] = jobs if isinstance(jobs, UniformJobs) else list(jobs)
-        probe = [batch.template] if isinstance(batch, UniformJobs) else batch
+        probe = _options_of(batch)
         if len(probe) != 1 or not _untimed(probe[0]):
             _present_columns(probe)  # validates every timestamp first
         if not batch:
@@ -230,40 +240,30 @@ class Enqueuer:
     async def _attempt(
         self, driver: Driver, jobs: Sequence[NewJob], now: datetime | None
     ) -> list[EnqueueResult] | _Miss:
-        if isinstance(jobs, UniformJobs):
-            template = jobs.template
-            if (
-                len(jobs) >= COPY_MIN_JOBS
-                and template.max_pending is None
-                and not _is_keyed(template)
-            ):
-                ids = await self._copy(driver, jobs, now)
-                if isinstance(ids, list):
-                    return [EnqueueResult(job_id) for job_id in ids]
-        batch = list(jobs)  # the per-job paths (keys, max_pending, small batches)
-        if len(batch) == 1 and _is_plain(batch[0]):  # the usual single enqueue, checked first
-            one = await self._insert_one(driver, batch[0], now)
+        options = _options_of(jobs)
+        if len(jobs) == 1 and _is_plain(jobs[0]):  # the usual single enqueue, checked first
+            one = await self._insert_one(driver, jobs[0], now)
             if isinstance(one, EnqueueResult):
                 return [one]
-        elif not any(j.max_pending is not None for j in batch):
-            if not any(_is_keyed(j) for j in batch):  # a batch: a single one is plain (above)
-                if len(batch) >= COPY_MIN_JOBS:
-                    ids = await self._copy(driver, batch, now)
+        elif not any(j.max_pending is not None for j in options):
+            if not any(_is_keyed(j) for j in options):  # a batch: a single one is plain (above)
+                if len(jobs) >= COPY_MIN_JOBS:
+                    ids = await self._copy(driver, jobs, now)
                 else:
-                    ids = await self._insert(driver, batch, now, check_limits=True)
+                    ids = await self._insert(driver, _listed(jobs), now, check_limits=True)
                 if isinstance(ids, list):
                     return [EnqueueResult(job_id) for job_id in ids]
-            elif len(batch) == 1:
-                single = await self._insert_keyed(driver, batch[0], now)
+            elif len(jobs) == 1:
+                single = await self._insert_keyed(driver, jobs[0], now)
                 if isinstance(single, EnqueueResult):
                     return [single]
                 if single is _RACED:
                     return _RACED
             else:
-                results = await self._lookup_and_insert(driver, batch, now, locked=False)
+                results = await self._lookup_and_insert(driver, _listed(jobs), now, locked=False)
                 if isinstance(results, list):
                     return results
-        return await self._locked(driver, batch, now)
+        return await self._locked(driver, _listed(jobs), now)
 
     # --- the statements ---------------------------------------------------------------
 
