@@ -30,23 +30,24 @@ NUL: Final = "\x00"
 _JSON_NUL_ESCAPE: Final = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
 
 
-def _nul_in(field: str, value: str | None) -> None:
-    if value is None:
-        return
+def _check_text(owner: str, field: str, value: str) -> None:
+    """Raise ``ValueError`` naming ``owner.field`` when ``value`` is text no store can keep."""
     if NUL in value:
-        raise ValueError(f"NewJob.{field} holds a NUL character, which no store can keep")
-    _unicode(f"NewJob.{field}", value)
-
-
-def _unicode(what: str, value: str) -> None:
+        raise ValueError(f"{owner}.{field} holds a NUL character, which no store can keep")
     # A str may hold a lone surrogate; UTF-8, and so every store, cannot.
     if not value.isascii():
         try:
             value.encode("utf-8")
         except UnicodeEncodeError:
             raise ValueError(
-                f"{what} holds a lone surrogate (not valid Unicode), which no store can keep"
+                f"{owner}.{field} holds a lone surrogate (not valid Unicode), "
+                "which no store can keep"
             ) from None
+
+
+def _nul_in(field: str, value: str | None) -> None:
+    if value is not None:
+        _check_text("NewJob", field, value)
 
 
 def check_new_job(job: NewJob) -> None:
@@ -66,10 +67,7 @@ def check_new_job(job: NewJob) -> None:
         _nul_in("trace_id", job.trace_id)
         _nul_in("span_id", job.span_id)
     if job.tags:
-        joined = "".join(job.tags)
-        if NUL in joined:
-            raise ValueError("NewJob.tags holds a NUL character, which no store can keep")
-        _unicode("NewJob.tags", joined)
+        _check_text("NewJob", "tags", "".join(job.tags))
     if not INT32_MIN <= job.priority <= INT32_MAX:
         raise ValueError(
             f"NewJob.priority must be within [{INT32_MIN}, {INT32_MAX}], got {job.priority}"
@@ -100,9 +98,7 @@ def check_texts(what: str, **values: str | Iterable[str] | None) -> None:
         if value is None:
             continue
         for text in (value,) if isinstance(value, str) else value:
-            if NUL in text:
-                raise ValueError(f"{what}.{name} holds a NUL character, which no store can keep")
-            _unicode(f"{what}.{name}", text)
+            _check_text(what, name, text)
 
 
 def check_actor_configs(configs: Iterable[ActorConfig]) -> None:

@@ -98,7 +98,7 @@ class LocalQueue(Generic[T]):
 
     def clear(self) -> list[T]:
         """Remove and return everything queued or handed but not taken (the shutdown's drain)."""
-        items = [*self._handed.values(), *self._items]
+        items = self.snapshot()
         self._handed.clear()
         self._items.clear()
         return items
