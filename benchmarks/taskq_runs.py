@@ -269,6 +269,9 @@ _CLAIM_LITERALS: Final = {
     "worker_id": "'plan-check'",
     "lease": "interval '60 seconds'",
     "is_leader": "false",
+    # The heartbeat's leases to let lapse: none.
+    "lapse_job_id": "'{}'",
+    "lapse_fencing_token": "'{}'",
     # The terminal writes that may travel with the claim: none here.
     **{name: "'{}'" for name in WRITE_PARAMS},
 }

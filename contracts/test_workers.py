@@ -109,6 +109,40 @@ async def test_heartbeat_keeps_a_late_but_unreclaimed_lease(harness: Harness) ->
     assert await store.reclaim_expired(now=at(20)) == ReclaimReport()
 
 
+async def test_heartbeat_lets_the_leases_it_is_told_to_lapse(harness: Harness) -> None:
+    """Leases in ``let_lapse`` are reported but not extended; the sweep then reclaims them."""
+    store = harness.store
+    await register(store, "w1")
+    for _ in range(2):
+        await enqueue(store)
+    kept, lapsing = await claim(store, worker="w1", limit=2, now=at(1))
+    beat = Heartbeat(worker_id="w1", lease=LEASE_60, now=at(30), let_lapse=(lapsing.lease,))
+    report = await store.heartbeat(beat)
+    assert sorted((v.lease for v in report.running), key=lambda lease: lease.job_id) == [
+        kept.lease,
+        lapsing.lease,
+    ]
+    assert (await get(store, kept.id)).lock_expires_at == at(90)
+    assert (await get(store, lapsing.id)).lock_expires_at == lapsing.lock_expires_at
+    reclaimed = await store.reclaim_expired(now=at(62))
+    assert reclaimed.repended == (lapsing.id,)
+    assert (await get(store, kept.id)).status is JobStatus.RUNNING
+
+
+async def test_heartbeat_let_lapse_matches_the_fencing_token(harness: Harness) -> None:
+    """A stale lease in ``let_lapse`` (the job was reclaimed and claimed again) is extended."""
+    store = harness.store
+    await register(store, "w1")
+    old = await enqueue_and_claim(store, lease=timedelta(seconds=10))
+    await store.reclaim_expired(now=at(11))
+    again = await claim_one(store, worker="w1", now=at(12))
+    assert again.id == old.id
+    beat = Heartbeat(worker_id="w1", lease=LEASE_60, now=at(13), let_lapse=(old.lease,))
+    report = await store.heartbeat(beat)
+    assert [v.lease for v in report.running] == [again.lease]
+    assert (await get(store, again.id)).lock_expires_at == at(73)
+
+
 async def test_heartbeat_does_not_report_jobs_now_owned_by_another(harness: Harness) -> None:
     """After the job is reclaimed by another, the old owner's heartbeat ignores it."""
     store = harness.store

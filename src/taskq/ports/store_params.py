@@ -127,12 +127,18 @@ class WorkerRecord:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Heartbeat:
-    """One heartbeat of ``worker_id``: liveness, lease extension, cancel poll."""
+    """One heartbeat of ``worker_id``: liveness, lease extension, cancel poll.
+
+    Leases in ``let_lapse`` (matched with their fencing tokens) are reported
+    but not extended: jobs the worker ran and could not write an outcome for,
+    left to expire so the leader's sweep reclaims them.
+    """
 
     worker_id: str
     lease: timedelta
     is_leader: bool = False
     now: datetime | None = None
+    let_lapse: tuple[Lease, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -60,6 +60,8 @@ LITERALS: Final[Mapping[str, str]] = {
     "count_waiting": "true",
     "stale_after": "'1 minute'",
     "is_leader": "true",
+    "lapse_job_id": "'{6}'",
+    "lapse_fencing_token": "'{1}'",
     "retryable_actors": "'{a1}'",
     "retry_at": "now()",
     "last_error": "'x'",

@@ -14,7 +14,13 @@ import asyncio
 import asyncpg
 import pytest
 from tests.integration.worker.actors_fixture import SIDE_EFFECTS_DSN, Nap, nap
-from tests.integration.worker.support import Database, WorkerSpawner, eventually, status_counts
+from tests.integration.worker.support import (
+    Database,
+    WorkerProcess,
+    WorkerSpawner,
+    eventually,
+    status_counts,
+)
 
 from taskq import JobsClient
 
@@ -70,5 +76,26 @@ async def test_a_drain_survives_its_connections_being_killed(
         f"SELECT job_id, count(*) AS runs FROM {db.schema}.side_effects GROUP BY job_id"
     )
     assert {row["job_id"] for row in rows} == job_ids
-    assert [row["job_id"] for row in rows if row["runs"] != 1] == []
+    twice = [row["job_id"] for row in rows if row["runs"] != 1]
+    assert twice == [], _story(worker, await _runs(conn, db.schema, twice))
     assert worker.returncode is None  # still serving
+
+
+async def _runs(conn: asyncpg.Connection, schema: str, job_ids: list[int]) -> list[str]:
+    rows = await conn.fetch(
+        f"SELECT job_id, attempt, at FROM {schema}.side_effects "
+        "WHERE job_id = ANY($1::bigint[]) ORDER BY id",
+        job_ids,
+    )
+    return [f"run: job {r['job_id']} attempt {r['attempt']} at {r['at']}" for r in rows]
+
+
+def _story(worker: WorkerProcess, runs: list[str]) -> str:
+    """What the worker logged about jobs that ran more than once, and when they ran."""
+    ids = {int(line.split()[2]) for line in runs}
+    logged = [
+        str(record)
+        for record in worker.log_records()
+        if record.get("job_id") in ids or record.get("level") in {"WARNING", "ERROR"}
+    ]
+    return "\n".join([*runs, *logged[-80:]])

@@ -43,11 +43,13 @@ class WorkerOps(StoreCore):
             worker.last_seen_at = now
         if beat.is_leader:
             self._db.leader.last_seen_at = now
+        lapsing = set(beat.let_lapse)
         views: list[RunningJobView] = []
         for row in self._db.rows_with_status(JobStatus.RUNNING):
             if row.locked_by != beat.worker_id:
                 continue
-            row.lock_expires_at = expires
+            if row.lease not in lapsing:
+                row.lock_expires_at = expires
             views.append(
                 RunningJobView(
                     lease=row.lease,

@@ -357,7 +357,7 @@ class Dispatcher:
         state.writes_in_flight -= 1
         state.writing.discard(job.id)
         if done.cancelled() or done.exception() is not None:
-            state.unwritten.add(job.id)  # it ran; its lease and the sweep decide what follows
+            state.unwritten.add(job.lease)  # it ran; its lease and the sweep decide what follows
         if done.cancelled():
             events.emit(
                 events.JOB_WRITE_FAILED,
@@ -398,7 +398,7 @@ class Dispatcher:
             self.marks.ended(active)
             self.state.writes_in_flight -= 1
             self.state.writing.discard(active.job.id)
-            self.state.unwritten.add(active.job.id)
+            self.state.unwritten.add(active.job.lease)
             raise
         self._submit(active, finish, what, retries)
 
@@ -459,7 +459,7 @@ class Dispatcher:
         except Exception as exc:
             # Not retried: the lease expires and the leader's sweep reclaims the job.
             if what != RELEASE:
-                state.unwritten.add(job.id)  # it ran: not the heartbeat's orphan to give back
+                state.unwritten.add(job.lease)  # it ran: not the heartbeat's orphan to give back
             events.emit(
                 events.JOB_WRITE_FAILED,
                 logging.ERROR,

@@ -14,7 +14,9 @@ turns the phases into actions, carried out here:
 A job this worker is running that the heartbeat no longer reports was
 reclaimed by someone else: it is logged (``job-lease-lost``) and asked to stop.
 A job the heartbeat reports that this worker never received (a claim whose
-reply was lost) is given back (``job-orphan-released``).
+reply was lost) is given back (``job-orphan-released``). A job that ran and
+whose outcome write gave up is reported but its lease is not extended
+(``Heartbeat.let_lapse``): it expires and the leader's sweep reclaims it.
 
 After more than ``max_heartbeat_failures`` consecutive failures the worker
 isolates itself: ``store.isolate_worker`` hands its jobs back (retryable
@@ -75,7 +77,12 @@ async def beat(state: WorkerState) -> bool:
             state.clock,
             state.settings.heartbeat_command_timeout,
             state.store.heartbeat(
-                Heartbeat(worker_id=state.worker_id, lease=state.lease, is_leader=state.is_leader)
+                Heartbeat(
+                    worker_id=state.worker_id,
+                    lease=state.lease,
+                    is_leader=state.is_leader,
+                    let_lapse=tuple(state.unwritten),
+                )
             ),
         )
     except (TaskQError, TimeoutError, OSError) as exc:
@@ -100,13 +107,15 @@ async def _release_orphans(state: WorkerState, report: HeartbeatReport) -> None:
     not hold (running, queued, or being written) on two beats in a row (a claim
     under way during one beat is answered long before the next) is released:
     pending again at once, its attempt refunded. A job that ran and whose write
-    gave up is left to its lease, as before.
+    gave up is not given back: its lease lapses (see ``beat``) and the sweep
+    reclaims it, as it would a crashed worker's.
     """
     if state.shutdown_in_progress:
         return  # the shutdown's drain and the sweep own what is left
-    # A job that ran unwritten stops mattering once someone else owns it.
-    state.unwritten.intersection_update(view.lease.job_id for view in report.running)
-    held = state.active.ids() | state.writing | state.unwritten
+    # A job that ran unwritten stops mattering once this lease of it is gone.
+    state.unwritten.intersection_update(view.lease for view in report.running)
+    held = state.active.ids() | state.writing
+    held.update(lease.job_id for lease in state.unwritten)
     held.update(job.id for job in state.local_queue.snapshot())
     unknown = {
         view.lease for view in report.running if not view.started and view.lease.job_id not in held

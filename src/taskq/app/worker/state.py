@@ -178,8 +178,9 @@ class WorkerState:
     writes_in_flight: int = 0
     #: Jobs whose outcome write (terminal, reschedule, release) is under way or retried.
     writing: set[int] = field(default_factory=set)
-    #: Jobs that ran but whose outcome write gave up: their lease and the sweep decide.
-    unwritten: set[int] = field(default_factory=set)
+    #: Leases of jobs that ran but whose outcome write gave up: the heartbeat lets them
+    #: lapse, so the leader's sweep reclaims the jobs.
+    unwritten: set[Lease] = field(default_factory=set)
     #: Owned running jobs the last heartbeat found that this worker does not hold.
     orphan_suspects: set[Lease] = field(default_factory=set)
     #: The exit code a sibling decided (until-idle 0/3/4, isolate-self 1).

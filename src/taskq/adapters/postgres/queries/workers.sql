@@ -43,22 +43,32 @@ leader AS (
     RETURNING ml.worker_id
 ),
 owned AS (
-    SELECT j.id
+    -- Locked, so these columns are the rows' latest versions (what the report says).
+    SELECT j.id, j.fencing_token, j.cancel_phase, j.cancel_requested_at,
+           j.started_at IS NOT NULL AS started
     FROM {schema}.jobs j
     WHERE j.locked_by = :worker_id::text AND j.status = 'running'
     ORDER BY j.id
     FOR UPDATE
 ),
 extended AS (
+    -- Leases the worker lets lapse (an outcome it could not write) are reported, not extended.
     UPDATE {schema}.jobs j
     SET lock_expires_at = (SELECT r.now FROM req r) + :lease::interval
-    WHERE j.id = ANY (ARRAY(SELECT o.id FROM owned o))
-    RETURNING j.id, j.fencing_token, j.cancel_phase, j.cancel_requested_at,
-              j.started_at IS NOT NULL AS started
+    WHERE j.id = ANY (ARRAY(
+        SELECT o.id FROM owned o
+        WHERE NOT EXISTS (
+            SELECT 1
+            FROM unnest(:lapse_job_id::bigint[], :lapse_fencing_token::bigint[])
+                 AS l(id, fencing_token)
+            WHERE l.id = o.id AND l.fencing_token = o.fencing_token
+        )
+    ))
+    RETURNING j.id
 )
-SELECT e.*, (SELECT count(*) FROM seen) AS seen, (SELECT count(*) FROM leader) AS led
-FROM extended e
-ORDER BY e.id
+SELECT o.*, (SELECT count(*) FROM seen) AS seen, (SELECT count(*) FROM leader) AS led
+FROM owned o
+ORDER BY o.id
 
 -- name: deregister_worker
 -- Its jobs are left alone: their leases expire and the sweep reclaims them.

@@ -45,6 +45,8 @@ class WorkerOps(StoreCore):
             worker_id=beat.worker_id,
             is_leader=beat.is_leader,
             lease=beat.lease,
+            lapse_job_id=[lease.job_id for lease in beat.let_lapse],
+            lapse_fencing_token=[lease.fencing_token for lease in beat.let_lapse],
         )
         return HeartbeatReport(
             running=tuple(

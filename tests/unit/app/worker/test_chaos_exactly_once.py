@@ -1,0 +1,117 @@
+"""Exactly once while the store fails at random: before a write lands, or after (reply lost).
+
+A whole worker on the memory adapter with a fake clock drains jobs through a
+store that, call after call, fails before doing anything or does the work and
+then loses the answer (what a dropped connection does to a committed
+statement). Every job must still succeed, each having run exactly once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from typing import Any, Final
+
+import pytest
+from pydantic import BaseModel
+from tests.unit.app.worker.harness import WorkerRun, make_settings
+
+from taskq.adapters.memory import FakeClock, MemoryBackend, MemoryQueueStore
+from taskq.app.actors import actor
+from taskq.app.context import JobContext
+from taskq.domain.errors import StoreUnavailable
+from taskq.domain.status import JobStatus
+
+#: The store calls a dropped connection can fail (every one a worker makes while draining).
+FAULTY: Final = frozenset(
+    {
+        "claim",
+        "finish_and_claim",
+        "finish_many",
+        "finish",
+        "heartbeat",
+        "mark_started",
+        "release",
+        "reschedule",
+    }
+)
+JOBS: Final = 120
+RUNS: Counter[int] = Counter()
+
+
+class Step(BaseModel):
+    turns: int
+
+
+@actor(queue="work")
+async def step(payload: Step, ctx: JobContext[Step]) -> None:
+    RUNS[ctx.job_id] += 1
+    for _ in range(payload.turns):
+        await asyncio.sleep(0)
+
+
+class ChaosStore:
+    """``inner`` whose calls in ``FAULTY`` fail now and then, before or after the work."""
+
+    def __init__(self, inner: MemoryQueueStore, rng: random.Random, rate: float) -> None:
+        self._inner = inner
+        self._rng = rng
+        self._rate = rate
+        self.faults: Counter[str] = Counter()
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._inner, name)
+        if name not in FAULTY:
+            return attr
+        return self._faulty(name, attr)
+
+    def _faulty(self, name: str, call: Callable[..., Awaitable[Any]]) -> Callable[..., Any]:
+        async def faulty(*args: Any, **kwargs: Any) -> Any:
+            roll = self._rng.random()
+            if roll < self._rate:
+                self.faults[f"{name}: before"] += 1
+                raise StoreUnavailable(f"chaos: {name} failed before it ran")
+            await self._in_flight()  # the request on its way: others run meanwhile
+            result = await call(*args, **kwargs)
+            await self._in_flight()  # done at the server, the answer on its way back
+            if roll < 2 * self._rate:
+                self.faults[f"{name}: reply lost"] += 1
+                raise StoreUnavailable(f"chaos: {name} ran, its reply was lost")
+            return result
+
+        return faulty
+
+    async def _in_flight(self) -> None:
+        for _ in range(self._rng.randrange(4)):
+            await asyncio.sleep(0)
+
+
+@pytest.mark.parametrize("seed", range(12))
+async def test_every_job_runs_exactly_once_through_random_store_failures(
+    seed: int, backend: MemoryBackend, clock: FakeClock, client: MemoryQueueStore
+) -> None:
+    RUNS.clear()
+    rng = random.Random(seed)
+    ids = [
+        (await client.enqueue(step.new_job({"turns": rng.randrange(4)}, now=clock.now()))).job_id
+        for _ in range(JOBS)
+    ]
+    store = ChaosStore(backend.store(), rng, rate=0.15)
+    settings = make_settings(
+        queues=["work"], heartbeat_interval=1.0, max_heartbeat_failures=1000, max_concurrency=4
+    )
+    run = WorkerRun(backend, clock, {"step": step}, settings, store=store, rng=random.Random(seed))
+    await run.start()
+    for _ in range(1200):
+        statuses = [(await client.get(i)).status for i in ids]  # type: ignore[union-attr]
+        if all(s is JobStatus.SUCCEEDED for s in statuses):
+            break
+        await run.advance(0.5)
+    assert Counter(s.value for s in statuses) == {"succeeded": JOBS}, store.faults
+    assert sum(store.faults.values()) > 0
+    twice = {job_id: n for job_id, n in RUNS.items() if n != 1}
+    assert twice == {}, store.faults
+    assert sorted(RUNS) == sorted(ids)
+    assert await run.stop() == 0
