@@ -172,7 +172,7 @@ async def test_nothing_due_claims_nothing(harness: Harness) -> None:
     assert await claim(harness.store, now=EPOCH) == []
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+@pytest.mark.parametrize("seed", range(1, 7))
 async def test_claim_batches_match_the_reference_model(harness: Harness, seed: int) -> None:
     """Every claim on random queues, modes, cohorts and capacities equals the reference model."""
     rng = random.Random(seed)
@@ -193,7 +193,7 @@ async def test_claim_batches_match_the_reference_model(harness: Harness, seed: i
             "actor": rng.choice(ACTORS),
             "queue": rng.choice(queues),
             "priority": rng.choice([-1, 0, 0, 0, 2, 5]),
-            "fairness_key": rng.choice([None, "t1", "t2", "t3"]),
+            "fairness_key": rng.choice([None, "", "t1", "t2", "t3", "t4", "t5"]),
         }
         if rng.random() < 0.2:
             ids.append(

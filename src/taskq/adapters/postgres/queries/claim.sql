@@ -202,8 +202,8 @@ LEFT JOIN (claimed cl JOIN picked p ON p.id = cl.id) ON true
 ORDER BY p.ord
 
 -- name: claim_mixed
--- The exact model when a round_robin queue or a capped actor is involved (bounded by :limit or a residual, except the round-robin ranking); the first row says whether claim_fifo would now do.
-WITH req AS MATERIALIZED (
+-- The exact model when a round_robin queue or a capped actor is involved (bounded by :limit or a residual; round-robin reads :limit per cohort); the first row says whether claim_fifo would now do.
+WITH RECURSIVE req AS MATERIALIZED (
     SELECT coalesce(:now::timestamptz, now()) AS now
 ),
 cfg AS MATERIALIZED (
@@ -256,27 +256,94 @@ fifo_cand AS (
     ) AS c
     WHERE q.name NOT IN (SELECT rq.name FROM rr rq)
 ),
-rr_cand AS (
-    -- Every due job of a round_robin queue (one index range per queue), ranked in its
-    -- cohort across those queues; only ranks up to :limit can be dispatched.
-    SELECT ranked.id, ranked.queue, ranked.priority, ranked.scheduled_at, ranked.fairness_key
-    FROM (
-        SELECT c.*,
-               row_number() OVER (
-                   PARTITION BY coalesce(nullif(c.fairness_key, ''), '__null__')
-                   ORDER BY c.priority DESC, c.scheduled_at, c.id
-               ) AS rank_in_cohort
-        FROM rr rq
-        CROSS JOIN LATERAL (
+rr_cohort AS (
+    -- Each cohort with pending jobs in each round_robin queue, walked in jobs_cohort_idx:
+    -- one probe per cohort, which lands on the cohort's first job in dispatch order.
+    SELECT f.*
+    FROM rr rq
+    CROSS JOIN LATERAL (
+        SELECT j.id, j.queue, j.priority, j.scheduled_at, j.fairness_key,
+               coalesce(nullif(j.fairness_key, ''), '__null__') AS cohort,
+               array_position(:actors::text[], j.actor) IS NOT NULL
+                   AND j.actor NOT IN (SELECT cf.actor FROM cfg cf)
+                   AND j.scheduled_at <= (SELECT r.now FROM req r) AS eligible
+        FROM {schema}.jobs j
+        WHERE j.status = 'pending' AND j.queue = rq.name
+          -- Always true; stated so that jobs_cohort_idx may serve it (see migration 0007).
+          AND coalesce(nullif(j.fairness_key, ''), '__null__') IS NOT NULL
+        ORDER BY coalesce(nullif(j.fairness_key, ''), '__null__'), j.priority DESC,
+                 j.scheduled_at, j.id
+        LIMIT 1
+    ) AS f
+    UNION ALL
+    SELECT f.*
+    FROM rr_cohort rc
+    CROSS JOIN LATERAL (
+        SELECT j.id, j.queue, j.priority, j.scheduled_at, j.fairness_key,
+               coalesce(nullif(j.fairness_key, ''), '__null__') AS cohort,
+               array_position(:actors::text[], j.actor) IS NOT NULL
+                   AND j.actor NOT IN (SELECT cf.actor FROM cfg cf)
+                   AND j.scheduled_at <= (SELECT r.now FROM req r) AS eligible
+        FROM {schema}.jobs j
+        WHERE j.status = 'pending' AND j.queue = rc.queue
+          AND coalesce(nullif(j.fairness_key, ''), '__null__') > rc.cohort
+        ORDER BY coalesce(nullif(j.fairness_key, ''), '__null__'), j.priority DESC,
+                 j.scheduled_at, j.id
+        LIMIT 1
+    ) AS f
+),
+rr_head AS MATERIALIZED (
+    -- The first due job of each cohort in each round_robin queue: the walk's row when this
+    -- worker may take it, else the cohort's first one it may.
+    SELECT rc.cohort, rc.id, rc.queue, rc.priority, rc.scheduled_at, rc.fairness_key
+    FROM rr_cohort rc
+    WHERE rc.eligible
+    UNION ALL
+    SELECT rc.cohort, c.*
+    FROM rr_cohort rc
+    CROSS JOIN LATERAL (
             SELECT j.id, j.queue, j.priority, j.scheduled_at, j.fairness_key
             FROM {schema}.jobs j
             WHERE j.status = 'pending'
-              AND j.queue = rq.name
+              AND j.queue = rc.queue
+              AND coalesce(nullif(j.fairness_key, ''), '__null__') = rc.cohort
               AND array_position(:actors::text[], j.actor) IS NOT NULL
               AND j.actor NOT IN (SELECT cf.actor FROM cfg cf)
               AND j.scheduled_at <= (SELECT r.now FROM req r)
-            OFFSET 0  -- a fence: one range of jobs_dispatch_idx per queue, never a join
-        ) AS c
+            ORDER BY j.priority DESC, j.scheduled_at, j.id
+            LIMIT 1
+    ) AS c
+    WHERE NOT rc.eligible
+),
+rr_rest AS (
+    -- Later jobs of a cohort can be dispatched only when fewer than :limit cohorts have
+    -- a due job (else the first round fills the claim): then up to :limit per cohort.
+    SELECT rc.cohort, c.*
+    FROM rr_cohort rc
+    CROSS JOIN LATERAL (
+            SELECT j.id, j.queue, j.priority, j.scheduled_at, j.fairness_key
+            FROM {schema}.jobs j
+            WHERE j.status = 'pending'
+              AND j.queue = rc.queue
+              AND coalesce(nullif(j.fairness_key, ''), '__null__') = rc.cohort
+              AND array_position(:actors::text[], j.actor) IS NOT NULL
+              AND j.actor NOT IN (SELECT cf.actor FROM cfg cf)
+              AND j.scheduled_at <= (SELECT r.now FROM req r)
+            ORDER BY j.priority DESC, j.scheduled_at, j.id
+            OFFSET 1
+            LIMIT :limit - 1
+    ) AS c
+    WHERE (SELECT count(DISTINCT h.cohort) FROM rr_head h) < :limit
+),
+rr_cand AS (
+    -- Ranked in their cohort across the round_robin queues; only ranks up to :limit count.
+    SELECT ranked.id, ranked.queue, ranked.priority, ranked.scheduled_at, ranked.fairness_key
+    FROM (
+        SELECT x.id, x.queue, x.priority, x.scheduled_at, x.fairness_key,
+               row_number() OVER (
+                   PARTITION BY x.cohort ORDER BY x.priority DESC, x.scheduled_at, x.id
+               ) AS rank_in_cohort
+        FROM (SELECT * FROM rr_head UNION ALL SELECT * FROM rr_rest) AS x
     ) AS ranked
     WHERE ranked.rank_in_cohort <= :limit
 ),
