@@ -1,4 +1,4 @@
-"""The throughput benchmark script still runs end to end (tiny sizes, no timing checks)."""
+"""The benchmark scripts still run end to end (tiny sizes, no timing checks)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from contracts.provision import NoTestDatabase, resolve_test_dsn
 
 pytestmark = pytest.mark.integration
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_throughput.py"
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+SCRIPT = BENCHMARKS / "bench_throughput.py"
 
 
 @pytest.fixture(scope="module")
@@ -23,10 +24,15 @@ def dsn() -> str:
         pytest.skip(str(exc))
 
 
-def test_quick_benchmark_completes_and_prints_its_table(dsn: str) -> None:
-    """`bench_throughput.py --quick --jobs 500` exits 0 and prints a row for every measurement."""
+def _env(dsn: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TASKQ_")}
     env["TASKQ_PG_DSN"] = dsn
+    return env
+
+
+def test_quick_benchmark_completes_and_prints_its_table(dsn: str) -> None:
+    """`bench_throughput.py --quick --jobs 500` exits 0 and prints a row for every measurement."""
+    env = _env(dsn)
     run = subprocess.run(
         [sys.executable, str(SCRIPT), "--quick", "--jobs", "500"],
         env=env,
@@ -49,3 +55,33 @@ def test_quick_benchmark_completes_and_prints_its_table(dsn: str) -> None:
     ):
         assert row in out, f"missing {row!r} in:\n{out}"
     assert "PASS" in out or "FAIL" in out
+
+
+def test_round_robin_benchmark_prints_a_row_per_backlog_and_cohorts(dsn: str) -> None:
+    """`bench_round_robin.py` with tiny sizes exits 0 and prints one row per combination."""
+    run = subprocess.run(
+        [
+            sys.executable,
+            str(BENCHMARKS / "bench_round_robin.py"),
+            "--backlogs",
+            "50,200",
+            "--cohorts",
+            "1,10",
+            "--claims",
+            "2",
+        ],
+        env=_env(dsn),
+        capture_output=True,
+        text=True,
+        timeout=110,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    rows = [line.split() for line in run.stdout.splitlines()[1:] if line.strip()]
+    assert [(row[0], row[1]) for row in rows] == [
+        ("50", "1"),
+        ("200", "1"),
+        ("50", "10"),
+        ("200", "10"),
+    ]
+    assert all(float(row[2]) > 0 and float(row[3]) > 0 for row in rows)
