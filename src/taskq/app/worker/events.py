@@ -45,6 +45,7 @@ WORKER_CLEANUP_FAILED: Final = "worker-cleanup-failed"
 
 JOB_LEASE_LOST: Final = "job-lease-lost"
 JOB_ORPHAN_RELEASED: Final = "job-orphan-released"
+JOB_ORPHAN_DROPPED: Final = "job-orphan-dropped"
 JOB_WRITE_FAILED: Final = "job-write-failed"
 JOB_CANCEL_REQUESTED: Final = "job-cancel-requested"
 JOB_CANCEL_FORCED: Final = "job-cancel-forced"

@@ -37,9 +37,12 @@ from taskq.app.worker.state import ActiveJob, WorkerState
 from taskq.app.worker.waiting import wait_event, with_timeout
 from taskq.domain.cancel import CancelTask, PersistForced, QueueAbandon, SetCancelEvent
 from taskq.domain.errors import LeaseLost, TaskQError
+from taskq.domain.job import Lease
 from taskq.domain.status import JobStatus
 from taskq.ports.store_params import Finish, Heartbeat, HeartbeatReport, Isolation
 
+#: How many given-back orphan leases the worker remembers (a claim answered that late is rare).
+GIVEN_BACK_KEPT: Final = 4096
 #: When jobs handed back by isolate-self may run again.
 ISOLATE_RETRY_DELAY: Final = timedelta(seconds=5)
 _ABANDON_MESSAGE: Final = (
@@ -106,9 +109,10 @@ async def _release_orphans(state: WorkerState, report: HeartbeatReport) -> None:
     the heartbeat reports, that was never started, and that this worker does
     not hold (running, queued, or being written) on two beats in a row (a claim
     under way during one beat is answered long before the next) is released:
-    pending again at once, its attempt refunded. A job that ran and whose write
-    gave up is not given back: its lease lapses (see ``beat``) and the sweep
-    reclaims it, as it would a crashed worker's.
+    pending again at once, its attempt refunded. Should that claim's answer
+    arrive after all, the producer drops the job unrun (``state.given_back``).
+    A job that ran and whose write gave up is not given back: its lease lapses
+    (see ``beat``) and the sweep reclaims it, as it would a crashed worker's.
     """
     if state.shutdown_in_progress:
         return  # the shutdown's drain and the sweep own what is left
@@ -130,6 +134,9 @@ async def _release_orphans(state: WorkerState, report: HeartbeatReport) -> None:
             fencing_token=lease.fencing_token,
             reason="claimed for this worker, never received (a claim's reply was lost)",
         )
+        # Before the write: if it lands but its answer is lost, the late claim is still
+        # dropped; if it did not land, the job is found again at the next beats.
+        _remember_given_back(state, lease)
         try:
             await state.store.release(lease, delay=timedelta(0))
         except LeaseLost:
@@ -142,6 +149,14 @@ async def _release_orphans(state: WorkerState, report: HeartbeatReport) -> None:
                 write="release-orphan",
                 error=str(exc),
             )
+
+
+def _remember_given_back(state: WorkerState, lease: Lease) -> None:
+    """Remember a lease given back, so its claim's late answer is not run (bounded)."""
+    given_back = state.given_back
+    given_back[lease] = None
+    while len(given_back) > GIVEN_BACK_KEPT:
+        del given_back[next(iter(given_back))]
 
 
 async def _extend_reservations(state: WorkerState) -> None:

@@ -106,7 +106,18 @@ async def _claim(state: WorkerState, actors: list[str], limit: int) -> int | Non
         if carried and writes is not None:
             not_held = set(lost)
             writes.settle(carried, [finish.lease in not_held for finish, _ in carried])
+        given_back = state.given_back
         for job in jobs:
+            if given_back and job.lease in given_back:
+                del given_back[job.lease]
+                # Its answer came after the heartbeat gave it back: someone else may run it now.
+                events.emit(
+                    events.JOB_ORPHAN_DROPPED,
+                    logging.WARNING,
+                    job_id=job.id,
+                    fencing_token=job.fencing_token,
+                )
+                continue
             # Never blocks: only the producer puts, and it asked for no more than the free slots.
             state.local_queue.put_nowait(job)
     return len(jobs)

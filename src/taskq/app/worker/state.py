@@ -183,6 +183,9 @@ class WorkerState:
     unwritten: set[Lease] = field(default_factory=set)
     #: Owned running jobs the last heartbeat found that this worker does not hold.
     orphan_suspects: set[Lease] = field(default_factory=set)
+    #: Leases the heartbeat gave back as orphans (oldest first, bounded): should the
+    #: claim's answer arrive after all, the producer drops those jobs unrun.
+    given_back: dict[Lease, None] = field(default_factory=dict)
     #: The exit code a sibling decided (until-idle 0/3/4, isolate-self 1).
     exit_code: int | None = None
     sibling_crashes: Counter[str] = field(default_factory=Counter)

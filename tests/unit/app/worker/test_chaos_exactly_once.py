@@ -37,6 +37,8 @@ FAULTY: Final = frozenset(
         "reschedule",
     }
 )
+#: Calls whose committed answer may arrive late (after the heartbeat gave their jobs back).
+SLOW: Final = frozenset({"claim", "finish_and_claim"})
 JOBS: Final = 120
 RUNS: Counter[int] = Counter()
 
@@ -53,12 +55,23 @@ async def step(payload: Step, ctx: JobContext[Step]) -> None:
 
 
 class ChaosStore:
-    """``inner`` whose calls in ``FAULTY`` fail now and then, before or after the work."""
+    """``inner`` whose calls in ``FAULTY`` fail now and then, before or after the work;
+    now and then a claim's answer arrives only after ``slow_reply`` seconds."""
 
-    def __init__(self, inner: MemoryQueueStore, rng: random.Random, rate: float) -> None:
+    def __init__(
+        self,
+        inner: MemoryQueueStore,
+        rng: random.Random,
+        rate: float,
+        *,
+        clock: FakeClock,
+        slow_reply: float,
+    ) -> None:
         self._inner = inner
         self._rng = rng
         self._rate = rate
+        self._clock = clock
+        self._slow_reply = slow_reply
         self.faults: Counter[str] = Counter()
 
     def __getattr__(self, name: str) -> Any:
@@ -76,6 +89,9 @@ class ChaosStore:
             await self._in_flight()  # the request on its way: others run meanwhile
             result = await call(*args, **kwargs)
             await self._in_flight()  # done at the server, the answer on its way back
+            if name in SLOW and self._rng.random() < self._rate:
+                self.faults[f"{name}: slow reply"] += 1
+                await self._clock.sleep(self._slow_reply)
             if roll < 2 * self._rate:
                 self.faults[f"{name}: reply lost"] += 1
                 raise StoreUnavailable(f"chaos: {name} ran, its reply was lost")
@@ -98,9 +114,14 @@ async def test_every_job_runs_exactly_once_through_random_store_failures(
         (await client.enqueue(step.new_job({"turns": rng.randrange(4)}, now=clock.now()))).job_id
         for _ in range(JOBS)
     ]
-    store = ChaosStore(backend.store(), rng, rate=0.15)
+    heartbeat = 1.0
+    # A claim answered after more than two beats: its jobs were released as orphans meanwhile.
+    store = ChaosStore(backend.store(), rng, rate=0.15, clock=clock, slow_reply=2.5 * heartbeat)
     settings = make_settings(
-        queues=["work"], heartbeat_interval=1.0, max_heartbeat_failures=1000, max_concurrency=4
+        queues=["work"],
+        heartbeat_interval=heartbeat,
+        max_heartbeat_failures=1000,
+        max_concurrency=4,
     )
     run = WorkerRun(backend, clock, {"step": step}, settings, store=store, rng=random.Random(seed))
     await run.start()
