@@ -57,3 +57,29 @@ async def test_every_statement_after_a_kill_fails_cleanly_or_succeeds(
     finally:
         await store.close()
     assert "unavailable" in outcomes  # the kills did land on live connections
+
+
+async def test_a_connection_closed_while_idle_in_the_pool_is_never_used(
+    driver: StoreDriver, dsn: str, schema: Schema
+) -> None:
+    """Sessions the server ended while their connections sat idle in the pool (a moment
+    later, their reason already sent) cost no statement a failure: the store skips them."""
+    separator = "&" if "?" in dsn else "?"
+    store: Any = driver.store(
+        f"{dsn}{separator}application_name={APP}", schema=schema, max_size=POOL_SIZE
+    )
+    try:
+        async with driver.caller_connection(dsn) as admin:
+            for round_ in range(10):
+                # Both pooled connections in use at once, so both are open and idle after.
+                await asyncio.gather(store.enqueue(NewJob(actor="a")), store.count_active())
+                await asyncio.sleep(0.01)  # the kept connection goes back to the pool
+                await driver.execute(
+                    admin,
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    f"WHERE application_name = '{APP}'",
+                )
+                await asyncio.sleep(0.05)  # their reason reaches the client's sockets
+                assert await store.count_active() == round_ + 1
+    finally:
+        await store.close()

@@ -44,6 +44,9 @@ async def test_a_drain_survives_its_connections_being_killed(
             TASKQ_NOTIFY_POLL_INTERVAL="0.5",
             # A killed heartbeat connection is a failed beat: never enough to isolate.
             TASKQ_MAX_HEARTBEAT_FAILURES="50",
+            # Longer than the outage (as the 60 s default is): jobs whose leases expire
+            # while no beat gets through are reclaimed and run again, by design.
+            TASKQ_LOCK_LEASE="30",
         )
     )
 

@@ -10,6 +10,7 @@ here and nowhere else (see ``postgres.driver`` for the mapping).
 from __future__ import annotations
 
 import itertools
+import select
 from abc import ABC, abstractmethod
 from collections.abc import (
     AsyncIterator,
@@ -24,7 +25,7 @@ from typing import Any, Final, TypeAlias
 
 import psycopg
 from psycopg import sql
-from psycopg.pq import TransactionStatus
+from psycopg.pq import ConnStatus, TransactionStatus
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
@@ -113,6 +114,52 @@ async def _copy_in(
     async with conn.cursor() as cur, cur.copy(statement) as copy:
         for chunk in data:
             await copy.write(chunk)
+
+
+#: How many connections the server already closed one checkout skips before it gives up
+#: (and lets the statement fail on the next one, as it would have anyway).
+DEAD_CONNECTIONS_SKIPPED: Final = 16
+#: Reads of an idle connection's pending input: the server's reason, then its end.
+_IDLE_READS: Final = 3
+
+
+def closed_by_server(conn: Connection) -> bool:
+    """Whether the server ended this idle connection's session while it sat in the pool.
+
+    A terminated session (a failover, a restart, ``pg_terminate_backend``) leaves
+    its reason and then the end of the stream in the socket; psycopg's pool does
+    not look, so without this the next statement on it fails. No round trip: an
+    idle connection with nothing to read is alive as far as anyone can tell.
+    """
+    try:
+        pgconn = conn.pgconn
+        if conn.closed or pgconn.status != ConnStatus.OK:
+            return True
+        if conn.info.transaction_status != TransactionStatus.IDLE:
+            return False  # not idle (a caller's connection): psycopg reads it in turn
+        for _ in range(_IDLE_READS):
+            readable, _, _ = select.select([pgconn.socket], [], [], 0)
+            if not readable:
+                return False
+            pgconn.consume_input()
+    except (psycopg.Error, OSError, ValueError):
+        return True
+    return pgconn.status != ConnStatus.OK
+
+
+async def getconn_alive(pool: Pool) -> Connection:
+    """A connection from ``pool`` that the server has not closed meanwhile.
+
+    Closed ones are closed here too and handed back, so the pool replaces them.
+    """
+    for _ in range(DEAD_CONNECTIONS_SKIPPED):
+        conn: Connection = await pool.getconn()
+        if not closed_by_server(conn):
+            return conn
+        await conn.close()
+        await pool.putconn(conn)
+    last: Connection = await pool.getconn()
+    return last
 
 
 class _Statements(ABC):
@@ -234,11 +281,17 @@ class PsycopgPoolDriver(_Statements):
             pool = await self._pool()
             if not lane.adopt():
                 with translated():
-                    async with pool.connection() as conn:
-                        return await op(conn)
+                    conn = await getconn_alive(pool)
+                    try:
+                        if conn.autocommit:
+                            return await op(conn)
+                        async with conn:  # the pool's own rule: commit or roll back
+                            return await op(conn)
+                    finally:
+                        await pool.putconn(conn)
             try:
                 with translated():
-                    kept = (pool, await pool.getconn())
+                    kept = (pool, await getconn_alive(pool))
             except BaseException:
                 await lane.drop(None)
                 raise
