@@ -138,13 +138,25 @@ def closed_by_server(conn: Connection) -> bool:
         if conn.info.transaction_status != TransactionStatus.IDLE:
             return False  # not idle (a caller's connection): psycopg reads it in turn
         for _ in range(_IDLE_READS):
-            readable, _, _ = select.select([pgconn.socket], [], [], 0)
-            if not readable:
+            if not _readable(pgconn.socket):
                 return False
             pgconn.consume_input()
-    except (psycopg.Error, OSError, ValueError):
+    except (psycopg.Error, OSError):
         return True
     return pgconn.status != ConnStatus.OK
+
+
+def _readable(fd: int) -> bool:
+    """Whether ``fd`` has input now (never waits)."""
+    if hasattr(select, "poll"):
+        poller = select.poll()  # unlike select(), any descriptor number
+        poller.register(fd, select.POLLIN)
+        return bool(poller.poll(0))
+    try:
+        readable, _, _ = select.select([fd], [], [], 0)
+    except ValueError:  # beyond select()'s FD_SETSIZE: no way to tell, so alive
+        return False
+    return bool(readable)
 
 
 async def getconn_alive(pool: Pool) -> Connection:
@@ -315,8 +327,13 @@ class PsycopgPoolDriver(_Statements):
     async def transaction(self) -> AsyncIterator[Driver]:
         pool = await self._pool()
         with translated():
-            async with pool.connection() as conn, conn.transaction():
-                yield PsycopgConnectionDriver(conn, self._queries)
+            conn = await getconn_alive(pool)
+            try:
+                # What pool.connection() does: commit or roll back as the connection goes back.
+                async with conn, conn.transaction():
+                    yield PsycopgConnectionDriver(conn, self._queries)
+            finally:
+                await pool.putconn(conn)
 
 
 __all__ = [
