@@ -174,6 +174,21 @@ async def getconn_alive(pool: Pool) -> Connection:
     return last
 
 
+@asynccontextmanager
+async def _lent(pool: Pool) -> AsyncIterator[Connection]:
+    """A live connection of ``pool`` for one use, lent as ``pool.connection()`` lends one
+    (committed or rolled back on the way back unless in autocommit), then returned."""
+    conn = await getconn_alive(pool)
+    try:
+        if conn.autocommit:
+            yield conn
+        else:
+            async with conn:
+                yield conn
+    finally:
+        await pool.putconn(conn)
+
+
 class _Statements(ABC):
     """The four statement calls over :meth:`_run`, which returns every row as a dict."""
 
@@ -293,14 +308,8 @@ class PsycopgPoolDriver(_Statements):
             pool = await self._pool()
             if not lane.adopt():
                 with translated():
-                    conn = await getconn_alive(pool)
-                    try:
-                        if conn.autocommit:
-                            return await op(conn)
-                        async with conn:  # the pool's own rule: commit or roll back
-                            return await op(conn)
-                    finally:
-                        await pool.putconn(conn)
+                    async with _lent(pool) as conn:
+                        return await op(conn)
             try:
                 with translated():
                     kept = (pool, await getconn_alive(pool))
@@ -327,13 +336,8 @@ class PsycopgPoolDriver(_Statements):
     async def transaction(self) -> AsyncIterator[Driver]:
         pool = await self._pool()
         with translated():
-            conn = await getconn_alive(pool)
-            try:
-                # What pool.connection() does: commit or roll back as the connection goes back.
-                async with conn, conn.transaction():
-                    yield PsycopgConnectionDriver(conn, self._queries)
-            finally:
-                await pool.putconn(conn)
+            async with _lent(pool) as conn, conn.transaction():
+                yield PsycopgConnectionDriver(conn, self._queries)
 
 
 __all__ = [
