@@ -32,11 +32,14 @@ async def test_retries_are_rescheduled_with_backoff(
     assert [a.error_class for a in history] == ["RuntimeError", "RuntimeError", None]
     assert history[-1].outcome == "succeeded"
 
+    # The failed attempts have job_attempts rows; the succeeded one is the job row itself.
     starts = await conn.fetch(
         f"SELECT attempt, started_at, finished_at FROM {db.schema}.job_attempts "
-        f"WHERE job_id = $1 ORDER BY id",
+        f"WHERE job_id = $1 UNION ALL SELECT attempt, started_at, finished_at "
+        f"FROM {db.schema}.jobs WHERE id = $1 AND status = 'succeeded' ORDER BY attempt",
         handle.job_id,
     )
+    assert [row["attempt"] for row in starts] == [1, 2, 3]
     assert all(row["started_at"] is not None for row in starts)
     for retry, (before, after) in enumerate(itertools.pairwise(starts), start=1):
         backoff = FLAKY_RETRY.base * 2 ** (retry - 1)  # 200 ms, then 400 ms (no jitter)

@@ -122,7 +122,8 @@ done AS (
         error_class = CASE WHEN o.error IS NOT NULL OR o.error_class IS NOT NULL
                            THEN o.error_class ELSE j.error_class END,
         locked_by = NULL,
-        lock_expires_at = NULL
+        lock_expires_at = NULL,
+        finished_by = o.locked_by
     FROM owned o
     LEFT JOIN {schema}.actor_config ac ON ac.actor = o.actor
     WHERE j.id = o.id
@@ -130,11 +131,13 @@ done AS (
 ),
 recorded AS (
     -- Attempt rows take worker_id and started_at from the row as it was before the write.
+    -- A succeeded attempt has none: the job row records it (finished_by, migration 0008).
     INSERT INTO {schema}.job_attempts (
         job_id, attempt, worker_id, started_at, finished_at, outcome, error_class, error
     )
     SELECT o.id, o.attempt, o.locked_by, o.started_at, o.now, o.status, o.error_class, o.error
     FROM owned o
+    WHERE o.status <> 'succeeded'
     ORDER BY o.id
     RETURNING job_id
 ),
