@@ -34,7 +34,7 @@ from taskq.app.di import Dependencies
 from taskq.app.settings import WorkerSettings
 from taskq.app.worker import events, startup
 from taskq.app.worker.batching import GroupCommit
-from taskq.app.worker.consumer import Completer, Dispatcher
+from taskq.app.worker.consumer import Completer, Dispatcher, aged_finish
 from taskq.app.worker.exit_codes import ExitCode
 from taskq.app.worker.heartbeat import run_heartbeat
 from taskq.app.worker.leader import run_leader
@@ -191,6 +191,8 @@ class Worker:
             "completions",
             _finish_flush(store),
             max_batch=MAX_WRITE_BATCH,
+            age=aged_finish,
+            monotonic=state.clock.monotonic,
         )
         state.completer = completer
         marks = StartMarks(state)

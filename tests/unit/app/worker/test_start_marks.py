@@ -182,3 +182,50 @@ async def test_a_mark_that_finds_the_lease_gone_asks_the_job_to_stop(
     after = await job(client, job_id)
     assert after.status is JobStatus.PENDING  # the sweep's, not overwritten
     assert after.started_at is None
+
+
+class SlowReplies:
+    """The memory store, whose claims answer ``delay`` seconds (fake time) after they land."""
+
+    def __init__(self, inner: MemoryQueueStore, clock: FakeClock, delay: float) -> None:
+        self._inner = inner
+        self._clock = clock
+        self._delay = delay
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def claim(self, request: Any) -> Any:
+        claimed = await self._inner.claim(request)
+        await self._clock.sleep(self._delay)
+        return claimed
+
+    async def finish_and_claim(self, finishes: Sequence[Any], request: Any) -> Any:
+        answer = await self._inner.finish_and_claim(finishes, request)
+        await self._clock.sleep(self._delay)
+        return answer
+
+
+async def test_a_write_that_waited_for_a_claim_still_records_the_real_start(
+    backend: MemoryBackend, clock: FakeClock, client: MemoryQueueStore
+) -> None:
+    """A quick job ends while the producer's next claim is in flight: its terminal write
+    waits for that claim's answer, and started_at is still when the job began (the wait
+    is added to started_ago as the write leaves, not lost). Both are shorter than the
+    start-mark delay, so no mark records the start instead."""
+    quick, slow_reply = 0.01, 0.1
+    assert quick + slow_reply < START_MARK_DELAY
+    ids = [
+        (await client.enqueue(timed.new_job({"n": n, "seconds": quick}, now=clock.now()))).job_id
+        for n in (1, 2)
+    ]
+    run = WorkerRun(backend, clock, REGISTRY, store=SlowReplies(backend.store(), clock, slow_reply))
+    await run.start()
+    await run.advance(3)
+    for n, job_id in zip((1, 2), ids, strict=True):
+        stored = await job(client, job_id)
+        assert stored.status is JobStatus.SUCCEEDED
+        assert stored.finished_at is not None
+        assert stored.finished_at > BEGAN[n] + timedelta(seconds=quick)  # the write waited
+        assert stored.started_at == BEGAN[n]
+    assert await run.stop() == 0
