@@ -2,7 +2,7 @@
 
     python benchmarks/bench_throughput.py [--jobs N] [--drivers asyncpg,psycopg]
                                           [--concurrency 16] [--quick] [--markdown]
-                                          [--only enqueue]
+                                          [--only enqueue] [--rounds 3]
 
 Server: TASKQ_PG_DSN, else TASKQ_TEST_DSN, else postgresql://postgres@127.0.0.1:5432/test.
 Every measurement runs in its own fresh schema (TaskQ's migrated with
@@ -20,6 +20,11 @@ Every measurement runs in its own fresh schema (TaskQ's migrated with
     ``client.enqueue_many`` in batches of 1,000 and 10,000.
 (d) enqueue→start latency: jobs enqueued one at a time, 10-20 ms apart, to an
     idle worker (the NOTIFY path); p50/p90/p99 of started_at - created_at.
+
+Every measurement is taken --rounds times (3 by default, 1 with --quick), the
+baseline beside TaskQ in each round; rates are medians over the rounds and a
+ratio is the median of the rounds' ratios, shown with its range, so one slow
+moment of a shared machine does not decide a verdict.
 
 A benchmark, not a test: it prints numbers and verdicts against the product
 goals and exits 0 whenever it completed (1 when a run itself broke).
@@ -65,6 +70,7 @@ class Config:
     baseline_batch: int
     markdown: bool
     only_enqueue: bool
+    rounds: int
 
 
 def parse_args(argv: Sequence[str] | None = None) -> Config:
@@ -81,6 +87,12 @@ def parse_args(argv: Sequence[str] | None = None) -> Config:
     parser.add_argument("--baseline-batch", type=int, default=100, help="rows per raw claim (100)")
     parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     parser.add_argument(
+        "--rounds",
+        type=int,
+        help="measure everything this many times, baseline beside TaskQ each time, and "
+        "report medians (3; --quick: 1)",
+    )
+    parser.add_argument(
         "--only",
         choices=("enqueue",),
         help="run only these measurements (enqueue: the raw INSERT/COPY and part (c))",
@@ -91,8 +103,9 @@ def parse_args(argv: Sequence[str] | None = None) -> Config:
     if unknown or not drivers:
         parser.error(f"--drivers takes some of {', '.join(DRIVERS)}")
     jobs = args.jobs if args.jobs is not None else (5_000 if args.quick else 50_000)
-    if min(jobs, args.concurrency, args.baseline_loops, args.baseline_batch) < 1:
-        parser.error("--jobs, --concurrency and the baseline options must be >= 1")
+    rounds = args.rounds if args.rounds is not None else (1 if args.quick else 3)
+    if min(jobs, args.concurrency, args.baseline_loops, args.baseline_batch, rounds) < 1:
+        parser.error("--jobs, --concurrency, --rounds and the baseline options must be >= 1")
     return Config(
         dsn=resolve_dsn(),
         jobs=jobs,
@@ -104,6 +117,7 @@ def parse_args(argv: Sequence[str] | None = None) -> Config:
         baseline_batch=args.baseline_batch,
         markdown=args.markdown,
         only_enqueue=args.only == "enqueue",
+        rounds=rounds,
     )
 
 
@@ -160,97 +174,117 @@ async def run_baseline(cfg: Config) -> RawNumbers:
     return RawNumbers(drained, cfg.jobs / copy_seconds, cfg.single_jobs / insert_seconds)
 
 
-async def measure(cfg: Config) -> list[Row]:
+@dataclass(frozen=True, slots=True)
+class Round:
+    """Everything one round measured: the baseline and TaskQ, one after the other."""
+
+    raw: RawNumbers
+    singles: dict[str, float]
+    bulks: dict[tuple[str, int], float]
+    drains: dict[str, taskq_runs.DrainResult]
+    plans: dict[str, taskq_runs.PlanResult]
+    latencies: dict[str, taskq_runs.LatencyResult]
+
+
+async def measure_round(cfg: Config, number: int) -> Round:
+    prefix = f"round {number}/{cfg.rounds}: " if cfg.rounds > 1 else ""
     drain = "" if cfg.only_enqueue else " + drain"
-    log(f"raw baseline: COPY{drain} of {cfg.jobs} rows, {cfg.single_jobs} single INSERTs")
+    log(f"{prefix}raw baseline: COPY{drain} of {cfg.jobs} rows, {cfg.single_jobs} single INSERTs")
     raw = await run_baseline(cfg)
 
     singles: dict[str, float] = {}
     bulks: dict[tuple[str, int], float] = {}
     for driver in cfg.drivers:
-        log(f"{driver}: {cfg.single_jobs} single enqueues, {cfg.jobs} jobs via enqueue_many")
+        log(
+            f"{prefix}{driver}: {cfg.single_jobs} single enqueues, {cfg.jobs} jobs via enqueue_many"
+        )
         singles[driver] = await taskq_runs.enqueue_single(cfg.dsn, driver, cfg.single_jobs)
         for batch in (1_000, 10_000):
             size = min(batch, cfg.jobs)
             bulks[(driver, size)] = await taskq_runs.enqueue_bulk(cfg.dsn, driver, cfg.jobs, size)
 
+    drains: dict[str, taskq_runs.DrainResult] = {}
+    plans: dict[str, taskq_runs.PlanResult] = {}
+    latencies: dict[str, taskq_runs.LatencyResult] = {}
+    if raw.drain is not None:
+        for driver in cfg.drivers:
+            log(f"{prefix}{driver}: drain of {cfg.jobs} jobs by one worker, then the plan check")
+            drains[driver], plans[driver] = await taskq_runs.drain(
+                cfg.dsn, driver, cfg.jobs, cfg.concurrency
+            )
+            result = drains[driver]
+            if result.exit_code != 0 or result.span.done != cfg.jobs:
+                raise RuntimeError(
+                    f"{driver} worker exited {result.exit_code} with "
+                    f"{result.span.done} of {cfg.jobs} jobs succeeded"
+                )
+        for driver in cfg.drivers:
+            log(f"{prefix}{driver}: enqueue→start latency of {cfg.latency_jobs} jobs")
+            latencies[driver] = await taskq_runs.latency(cfg.dsn, driver, cfg.latency_jobs)
+    return Round(raw, singles, bulks, drains, plans, latencies)
+
+
+async def measure(cfg: Config) -> list[Row]:
+    """``cfg.rounds`` rounds, one after the other; each row takes the median over rounds."""
+    rounds = [await measure_round(cfg, number) for number in range(1, cfg.rounds + 1)]
+    median = report.median
+    first = rounds[0]
     drain_rows: list[Row] = []
     latency_rows: list[Row] = []
-    if raw.drain is not None:
-        drain_rows, latency_rows = await measure_worker(cfg, raw.drain)
+    if first.raw.drain is not None:
+        drain_rows, latency_rows = worker_rows(cfg, rounds)
     return [
         *drain_rows,
-        Row("(b) raw single-row INSERT", report.rate(raw.insert_rate)),
-        Row("(b) raw COPY", report.rate(raw.copy_rate)),
-        *enqueue_rows(raw, singles, bulks),
+        Row("(b) raw single-row INSERT", report.rate(median([r.raw.insert_rate for r in rounds]))),
+        Row("(b) raw COPY", report.rate(median([r.raw.copy_rate for r in rounds]))),
+        *enqueue_rows(rounds),
         *latency_rows,
     ]
 
 
-async def measure_worker(
-    cfg: Config, raw_drain: baseline.DrainResult
-) -> tuple[list[Row], list[Row]]:
+def _raw_drain(r: Round) -> baseline.DrainResult:
+    assert r.raw.drain is not None  # worker_rows runs only when the baseline drained
+    return r.raw.drain
+
+
+def worker_rows(cfg: Config, rounds: Sequence[Round]) -> tuple[list[Row], list[Row]]:
     """Parts (a) with the raw drain row, and (d) with the plan check."""
+    median = report.median
+    raw_drain = _raw_drain(rounds[0])
     raw_label = f"{raw_drain.loops} loops x {raw_drain.batch}"
-    drains: dict[str, taskq_runs.DrainResult] = {}
-    plans: dict[str, taskq_runs.PlanResult] = {}
-    for driver in cfg.drivers:
-        log(f"{driver}: drain of {cfg.jobs} jobs by one worker, then the plan check")
-        drains[driver], plans[driver] = await taskq_runs.drain(
-            cfg.dsn, driver, cfg.jobs, cfg.concurrency
-        )
-        result = drains[driver]
-        if result.exit_code != 0 or result.span.done != cfg.jobs:
-            raise RuntimeError(
-                f"{driver} worker exited {result.exit_code} with "
-                f"{result.span.done} of {cfg.jobs} jobs succeeded"
-            )
-
-    latencies: dict[str, taskq_runs.LatencyResult] = {}
-    for driver in cfg.drivers:
-        log(f"{driver}: enqueue→start latency of {cfg.latency_jobs} jobs to an idle worker")
-        latencies[driver] = await taskq_runs.latency(cfg.dsn, driver, cfg.latency_jobs)
-
-    raw_rate = raw_drain.span.rate
+    raw_rates = [_raw_drain(r).span.rate for r in rounds]
     rows: list[Row] = []
-    for driver, result in drains.items():
+    for driver in cfg.drivers:
         label = f"(a) drain, {driver} worker, C={cfg.concurrency}"
-        if driver == "psycopg" and "asyncpg" in drains:
-            rows.append(
-                report.ratio_row(
-                    label,
-                    result.span.rate,
-                    drains["asyncpg"].span.rate,
-                    "TaskQ asyncpg",
-                    PSYCOPG_VS_ASYNCPG,
-                    f">= {PSYCOPG_VS_ASYNCPG:.0%} of asyncpg",
-                )
-            )
+        rates = [r.drains[driver].span.rate for r in rounds]
+        if driver == "psycopg" and "asyncpg" in cfg.drivers:
+            asyncpg_rates = [r.drains["asyncpg"].span.rate for r in rounds]
+            goal, base, base_label = PSYCOPG_VS_ASYNCPG, asyncpg_rates, "TaskQ asyncpg"
+            target = f">= {PSYCOPG_VS_ASYNCPG:.0%} of asyncpg"
         else:
-            rows.append(
-                report.ratio_row(
-                    label,
-                    result.span.rate,
-                    raw_rate,
-                    raw_label,
-                    DRAIN_VS_RAW,
-                    f">= {DRAIN_VS_RAW:.0%} of raw",
-                )
-            )
+            goal, base, base_label = DRAIN_VS_RAW, raw_rates, raw_label
+            target = f">= {DRAIN_VS_RAW:.0%} of raw"
+        rows.append(report.ratio_row(label, rates, base, base_label, goal, target))
+        wall = median([r.drains[driver].wall_seconds for r in rounds])
         rows.append(
             Row(
                 f"(a) drain wall time incl. worker startup, {driver}",
-                f"{result.wall_seconds:.1f} s = {report.rate(cfg.jobs / result.wall_seconds)}",
+                f"{wall:.1f} s = {report.rate(cfg.jobs / wall)}",
             )
         )
-    rows += [
+    raw_wall = median([_raw_drain(r).wall_seconds for r in rounds])
+    rows.append(
         Row(
             f"(b) raw drain, {raw_label}",
-            f"{report.rate(raw_rate)} (wall {raw_drain.wall_seconds:.1f} s)",
-        ),
-    ]
+            f"{report.rate(median(raw_rates))} (wall {raw_wall:.1f} s)",
+        )
+    )
     tail: list[Row] = []
-    for driver, lat in latencies.items():
+    for driver in cfg.drivers:
+        # Every round's samples together: more samples, a steadier p99.
+        lat = taskq_runs.LatencyResult(
+            driver, tuple(ms for r in rounds for ms in r.latencies[driver].millis)
+        )
         tail.append(
             Row(
                 f"(d) enqueue→start p50/p90/p99, {driver}",
@@ -259,44 +293,47 @@ async def measure_worker(
                 passed=lat.p(99) < P99_MAX_MS,
             )
         )
-    for driver, plan in plans.items():
+    for driver in cfg.drivers:
+        plans = [r.plans[driver] for r in rounds]
+        ok = all(plan.ok for plan in plans)
         tail.append(
             Row(
-                f"plan: claim on {plan.finished_rows:,} finished rows ({driver} run)",
-                "jobs_dispatch_idx" if plan.ok else "NOT the dispatch index",
+                f"plan: claim on {plans[0].finished_rows:,} finished rows ({driver} run)",
+                "jobs_dispatch_idx" if ok else "NOT the dispatch index",
                 target="partial index, no seq scan",
-                passed=plan.ok,
+                passed=ok,
             )
         )
-    if any(not p.ok for p in plans.values()):
-        for driver, plan in plans.items():
-            log(f"{driver} claim plans:\n{plan.custom_plan}\n--- generic ---\n{plan.generic_plan}")
+        for plan in plans:
+            if not plan.ok:
+                plans_text = f"{plan.custom_plan}\n--- generic ---\n{plan.generic_plan}"
+                log(f"{driver} claim plans:\n{plans_text}")
     return rows, tail
 
 
-def enqueue_rows(
-    raw: RawNumbers, singles: dict[str, float], bulks: dict[tuple[str, int], float]
-) -> list[Row]:
+def enqueue_rows(rounds: Sequence[Round]) -> list[Row]:
     """Part (c) against the raw single INSERT and COPY."""
+    median = report.median
     rows: list[Row] = []
-    for driver, value in singles.items():
+    for driver in rounds[0].singles:
         rows.append(
             report.ratio_row(
                 f"(c) enqueue() one by one, {driver}",
-                value,
-                raw.insert_rate,
+                [r.singles[driver] for r in rounds],
+                [r.raw.insert_rate for r in rounds],
                 "single INSERT",
                 SINGLE_VS_RAW,
                 f">= {SINGLE_VS_RAW:.0%} of raw",
             )
         )
-    for (driver, batch), value in bulks.items():
-        ratio = value / raw.copy_rate
+    for driver, batch in rounds[0].bulks:
+        value = median([r.bulks[(driver, batch)] for r in rounds])
+        ratio = median([r.bulks[(driver, batch)] / r.raw.copy_rate for r in rounds])
         rows.append(
             Row(
                 f"(c) enqueue_many(), {batch:,} per call, {driver}",
                 report.rate(value),
-                f"{report.rate(raw.copy_rate)} (COPY)",
+                f"{report.rate(median([r.raw.copy_rate for r in rounds]))} (COPY)",
                 report.pct(ratio),
                 f">= {BULK_MIN_RATE:,.0f}/s",
                 passed=value >= BULK_MIN_RATE,
@@ -322,7 +359,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print(
         f"jobs={cfg.jobs:,} concurrency={cfg.concurrency} single={cfg.single_jobs:,}"
-        f" latency_jobs={cfg.latency_jobs} drivers={','.join(cfg.drivers)}"
+        f" latency_jobs={cfg.latency_jobs} drivers={','.join(cfg.drivers)} rounds={cfg.rounds}"
     )
     print()
     print(report.as_markdown(rows) if cfg.markdown else report.as_text(rows))

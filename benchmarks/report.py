@@ -8,6 +8,7 @@ a Markdown table (docs/benchmarks.md).
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -48,16 +49,34 @@ def pct(value: float) -> str:
     return "n/a" if math.isnan(value) else f"{value:.0%}"
 
 
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
 def ratio_row(
-    name: str, value: float, baseline: float, baseline_label: str, need: float, target: str
+    name: str,
+    values: Sequence[float],
+    baselines: Sequence[float],
+    baseline_label: str,
+    need: float,
+    target: str,
 ) -> Row:
-    """A row judged by ``value / baseline >= need``."""
-    ratio = value / baseline if baseline > 0 else float("nan")
+    """A row judged by the median over rounds of ``value / baseline >= need``.
+
+    ``values[i]`` and ``baselines[i]`` were measured in the same round, side
+    by side, so each ratio compares numbers taken under the same load; the
+    rates shown are the medians, and the ratio's range over rounds follows it.
+    """
+    ratios = [v / b if b > 0 else float("nan") for v, b in zip(values, baselines, strict=True)]
+    ratio = median(ratios)
+    shown = pct(ratio)
+    if len(ratios) > 1:
+        shown += f" ({pct(min(ratios))}–{pct(max(ratios))})"
     return Row(
         name,
-        rate(value),
-        f"{rate(baseline)} ({baseline_label})",
-        pct(ratio),
+        rate(median(values)),
+        f"{rate(median(baselines))} ({baseline_label})",
+        shown,
         target,
         passed=not math.isnan(ratio) and ratio >= need,
     )
