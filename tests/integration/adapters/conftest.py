@@ -1,10 +1,13 @@
-"""Fixtures the Postgres store tests share: the driver under test, the DSN, the emptied schema.
+"""Fixtures the Postgres store tests share: the driver under test, DSN, emptied schema, a store.
 
 Modules that need other fixtures of these names (the lock and notifier
 tests) define their own, which take precedence.
 """
 
 from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 from contracts.factories.postgres_common import empty_tables, session_schema
@@ -37,3 +40,13 @@ async def schema(dsn: str) -> Schema:
     async with migrate.open_connection(dsn) as conn:
         await empty_tables(conn, schema)
     return schema
+
+
+@pytest.fixture
+async def store(driver: StoreDriver, dsn: str, schema: Schema) -> AsyncIterator[Any]:
+    """A store of the driver under test on ``schema``, on a pool of its own."""
+    opened = driver.store(dsn, schema=schema, max_size=4)
+    try:
+        yield opened
+    finally:
+        await opened.close()

@@ -8,7 +8,6 @@ path, and inside a caller's transaction the rows follow that transaction.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -22,15 +21,6 @@ from taskq.domain.errors import MaxPendingExceeded
 from taskq.domain.job import NewJob
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-async def store(driver: StoreDriver, dsn: str, schema: Schema) -> AsyncIterator[Any]:
-    opened = driver.store(dsn, schema=schema, max_size=2)
-    try:
-        yield opened
-    finally:
-        await opened.close()
 
 
 def plain(count: int, actor: str = "a") -> list[NewJob]:

@@ -8,7 +8,6 @@ each see the same free capacity of a capped actor.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
 
@@ -31,15 +30,6 @@ BULK = 20_000
 LEASE = timedelta(seconds=60)
 #: finish_and_claim's write arrays when it only claims.
 NO_WRITES: dict[str, Any] = {name: [] for name in WRITE_PARAMS}
-
-
-@pytest.fixture
-async def store(driver: StoreDriver, dsn: str, schema: Schema) -> AsyncIterator[Any]:
-    opened = driver.store(dsn, schema=schema, max_size=4)
-    try:
-        yield opened
-    finally:
-        await opened.close()
 
 
 def claim_request(worker: str, limit: int, actors: tuple[str, ...] = ("a",)) -> ClaimRequest:

@@ -8,7 +8,6 @@ budgets must not leak into it.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import psycopg
@@ -20,16 +19,6 @@ from taskq.domain.errors import MaxPendingExceeded
 from taskq.domain.job import EnqueueResult, NewJob
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-async def store(driver: StoreDriver, dsn: str, schema: Schema) -> AsyncIterator[Any]:
-    """A store on its own pool: the "other process" that must not see uncommitted jobs."""
-    opened = driver.store(dsn, schema=schema, max_size=2)
-    try:
-        yield opened
-    finally:
-        await opened.close()
 
 
 async def test_bound_enqueue_is_visible_only_after_the_callers_commit(

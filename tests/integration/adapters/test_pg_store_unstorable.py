@@ -8,7 +8,6 @@ type escape (psycopg refuses a NUL in text while binding, with no SQLSTATE).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
 
@@ -28,15 +27,6 @@ UNSTORABLE = {
     "priority-past-int32": NewJob(actor="a", priority=2**31),
     "max-attempts-0": NewJob(actor="a", max_attempts=0),
 }
-
-
-@pytest.fixture
-async def store(driver: StoreDriver, dsn: str, schema: Schema) -> AsyncIterator[Any]:
-    opened = driver.store(dsn, schema=schema, max_size=2)
-    try:
-        yield opened
-    finally:
-        await opened.close()
 
 
 @pytest.mark.parametrize("job", UNSTORABLE.values(), ids=UNSTORABLE.keys())

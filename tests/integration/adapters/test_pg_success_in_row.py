@@ -14,7 +14,6 @@ from typing import Any
 import asyncpg
 import pytest
 from contracts.provision import migrated_schema, resolve_test_dsn
-from tests.integration.adapters.pg_store_support import StoreDriver
 
 from taskq.adapters.asyncpg import migrate
 from taskq.adapters.postgres.schema import Schema
@@ -28,19 +27,10 @@ LEASE = timedelta(seconds=60)
 
 
 @pytest.fixture
-async def own_schema() -> AsyncIterator[Schema]:
-    """A schema of its own: the downgrade test reverts a migration."""
+async def schema() -> AsyncIterator[Schema]:
+    """A schema of its own (the conftest's store opens on it): one test reverts a migration."""
     async with migrated_schema(dsn=resolve_test_dsn(), prefix="taskq_success") as provisioned:
         yield Schema(provisioned.schema)
-
-
-@pytest.fixture
-async def store(driver: StoreDriver, dsn: str, own_schema: Schema) -> AsyncIterator[Any]:
-    opened = driver.store(dsn, schema=own_schema, max_size=2)
-    try:
-        yield opened
-    finally:
-        await opened.close()
 
 
 async def _claim_one(store: Any, worker: str) -> Any:
@@ -73,15 +63,15 @@ async def _rows(conn: asyncpg.Connection, schema: Schema, job_id: int) -> list[t
     return [tuple(r) for r in rows]
 
 
-async def test_a_succeeded_attempt_is_its_job_row(dsn: str, own_schema: Schema, store: Any) -> None:
+async def test_a_succeeded_attempt_is_its_job_row(dsn: str, schema: Schema, store: Any) -> None:
     """No job_attempts row for the success; the history still ends with it, by its worker."""
     job_id = await _run_to_success(store)
     conn = await asyncpg.connect(dsn)
     try:
-        assert await _rows(conn, own_schema, job_id) == [(1, "w1", "retried", "RuntimeError")]
+        assert await _rows(conn, schema, job_id) == [(1, "w1", "retried", "RuntimeError")]
         row = await conn.fetchrow(
             f"SELECT status, attempt, finished_by, finished_at, locked_by "
-            f"FROM {own_schema.quoted}.jobs WHERE id = $1",
+            f"FROM {schema.quoted}.jobs WHERE id = $1",
             job_id,
         )
     finally:
@@ -101,7 +91,7 @@ async def test_a_succeeded_attempt_is_its_job_row(dsn: str, own_schema: Schema, 
 
 
 async def test_other_terminal_outcomes_keep_their_rows(
-    dsn: str, own_schema: Schema, store: Any
+    dsn: str, schema: Schema, store: Any
 ) -> None:
     """A failed job's last attempt is a job_attempts row, as before; finished_by is set too."""
     [enqueued] = await store.enqueue_many([NewJob(actor="a")])
@@ -111,10 +101,10 @@ async def test_other_terminal_outcomes_keep_their_rows(
     )
     conn = await asyncpg.connect(dsn)
     try:
-        assert await _rows(conn, own_schema, enqueued.job_id) == [(1, "w1", "failed", "ValueError")]
+        assert await _rows(conn, schema, enqueued.job_id) == [(1, "w1", "failed", "ValueError")]
         assert (
             await conn.fetchval(
-                f"SELECT finished_by FROM {own_schema.quoted}.jobs WHERE id = $1",
+                f"SELECT finished_by FROM {schema.quoted}.jobs WHERE id = $1",
                 enqueued.job_id,
             )
             == "w1"
@@ -125,7 +115,7 @@ async def test_other_terminal_outcomes_keep_their_rows(
 
 
 async def test_prune_carries_the_worker_to_the_archive(
-    dsn: str, own_schema: Schema, store: Any
+    dsn: str, schema: Schema, store: Any
 ) -> None:
     job_id = await _run_to_success(store)
     moved = await store.prune(
@@ -139,7 +129,7 @@ async def test_prune_carries_the_worker_to_the_archive(
     conn = await asyncpg.connect(dsn)
     try:
         archived = await conn.fetchval(
-            f"SELECT finished_by FROM {own_schema.quoted}.jobs_archive WHERE id = $1", job_id
+            f"SELECT finished_by FROM {schema.quoted}.jobs_archive WHERE id = $1", job_id
         )
     finally:
         await conn.close()
@@ -147,19 +137,19 @@ async def test_prune_carries_the_worker_to_the_archive(
 
 
 async def test_reverting_the_migration_writes_the_succeeded_rows_back(
-    dsn: str, own_schema: Schema, store: Any
+    dsn: str, schema: Schema, store: Any
 ) -> None:
     """Down to 0007: every success only a job row recorded gets its job_attempts row."""
     job_id = await _run_to_success(store)
     async with migrate.open_connection(dsn) as conn:
-        reverted = await migrate.downgrade(conn, own_schema, to=7)
+        reverted = await migrate.downgrade(conn, schema, to=7)
         assert [m.version for m in reverted] == [8]
-        rows = await _rows(conn, own_schema, job_id)
+        rows = await _rows(conn, schema, job_id)
         columns = await conn.fetchval(
             "SELECT count(*) FROM information_schema.columns "
             "WHERE table_schema = $1 AND column_name = 'finished_by'",
-            own_schema.name,
+            schema.name,
         )
-        await migrate.upgrade(conn, own_schema)
+        await migrate.upgrade(conn, schema)
     assert rows == [(1, "w1", "retried", "RuntimeError"), (2, "w2", "succeeded", None)]
     assert columns == 0
