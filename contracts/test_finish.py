@@ -209,3 +209,47 @@ async def test_an_error_text_holding_nul_is_stored_escaped(harness: Harness) -> 
     assert (got.status, got.last_error) == (JobStatus.FAILED, "bad byte \\x00 here")
     [record] = await store.attempts(claimed.id)
     assert (record.error_class, record.error) == ("Odd\\x00Error", "bad byte \\x00 here")
+
+
+async def test_finish_many_keeps_each_writes_own_fields(harness: Harness) -> None:
+    """In one batch, fields only some writes set (an error, a result, started_ago, a
+    TTL) land on those jobs alone: the others keep their columns empty."""
+    store = harness.store
+    ok, bad, gone = [await enqueue_and_claim(store, new_job(payload={"i": i})) for i in range(3)]
+    lost = await store.finish_many(
+        [
+            Finish(lease=ok.lease, status=JobStatus.SUCCEEDED, now=at(10)),
+            Finish(
+                lease=bad.lease,
+                status=JobStatus.FAILED,
+                error="boom",
+                error_class="ValueError",
+                started_ago=timedelta(seconds=3),
+                now=at(10),
+            ),
+            Finish(
+                lease=gone.lease,
+                status=JobStatus.SUCCEEDED,
+                result=[1, 2],
+                result_ttl=timedelta(seconds=5),
+                now=at(10),
+            ),
+        ]
+    )
+    assert lost == []
+    done, failed, kept = [await get(store, c.id) for c in (ok, bad, gone)]
+    assert (done.status, done.result, done.last_error, done.result_expires_at) == (
+        JobStatus.SUCCEEDED,
+        None,
+        None,
+        None,
+    )
+    assert (failed.status, failed.last_error, failed.result) == (JobStatus.FAILED, "boom", None)
+    assert failed.started_at == at(7)
+    assert (kept.result, kept.last_error, kept.result_expires_at) == ([1, 2], None, at(15))
+    assert [(a.outcome, a.error_class) for a in await store.attempts(bad.id)] == [
+        ("failed", "ValueError")
+    ]
+    assert [(a.outcome, a.error_class) for a in await store.attempts(ok.id)] == [
+        ("succeeded", None)
+    ]

@@ -34,6 +34,14 @@ def check_aware_field(name: str, value: datetime) -> datetime:
     return value
 
 
+def _set_or_null(column: Sequence[object]) -> list[object] | None:
+    """``column`` as a list, or None when every element is None (the statement pads it)."""
+    for value in column:
+        if value is not None:
+            return list(column)
+    return None
+
+
 #: finish_and_claim's write parameters: one array each, one element per terminal write.
 WRITE_PARAMS: Final = (
     "job_id",
@@ -81,18 +89,24 @@ class FinishBatch:
         )
 
     def params(self) -> dict[str, object]:
-        """finish_and_claim's write parameters (WRITE_PARAMS: one array per column)."""
+        """finish_and_claim's write parameters (WRITE_PARAMS: one array per column).
+
+        A column no write sets travels as NULL, not as an array of NULLs: the
+        statement's unnest pads it with NULLs all the same, and a driver then
+        has no array to build (psycopg adapts each element in Python: most
+        batches leave five of the nine columns empty).
+        """
         unique = self.unique
         return {
             "job_id": [o.lease.job_id for o in unique],
             "fencing_token": [o.lease.fencing_token for o in unique],
             "status": [o.status.value for o in unique],
-            "result": list(self.results),
-            "error": [o.error for o in unique],
-            "error_class": [o.error_class for o in unique],
-            "result_ttl": [o.result_ttl for o in unique],
-            "finished_now": [o.now for o in unique],
-            "started_ago": [o.started_ago for o in unique],
+            "result": _set_or_null(self.results),
+            "error": _set_or_null([o.error for o in unique]),
+            "error_class": _set_or_null([o.error_class for o in unique]),
+            "result_ttl": _set_or_null([o.result_ttl for o in unique]),
+            "finished_now": _set_or_null([o.now for o in unique]),
+            "started_ago": _set_or_null([o.started_ago for o in unique]),
         }
 
     def lost(self, row: Row | None) -> list[Lease]:
