@@ -414,6 +414,9 @@ class Dispatcher:
             self.state.writing.discard(active.job.id)
             self.state.unwritten.add(active.job.lease)
             raise
+        if finish.started_ago is not None:
+            # Measured again: the failed write and the wait since are not part of the job.
+            finish = replace(finish, started_ago=self.marks.started_ago(active))
         self._submit(active, finish, what, retries)
 
     async def close(self) -> None:

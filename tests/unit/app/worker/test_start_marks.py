@@ -23,6 +23,7 @@ from taskq.app.actors import actor
 from taskq.app.context import JobContext
 from taskq.app.worker import events
 from taskq.app.worker.start_marks import START_MARK_DELAY
+from taskq.domain.errors import StoreUnavailable
 from taskq.domain.job import Lease
 from taskq.domain.status import JobStatus
 
@@ -228,4 +229,51 @@ async def test_a_write_that_waited_for_a_claim_still_records_the_real_start(
         assert stored.finished_at is not None
         assert stored.finished_at > BEGAN[n] + timedelta(seconds=quick)  # the write waited
         assert stored.started_at == BEGAN[n]
+    assert await run.stop() == 0
+
+
+class FailingWrites:
+    """The memory store, refusing every start mark and the first terminal write."""
+
+    def __init__(self, inner: MemoryQueueStore) -> None:
+        self._inner = inner
+        self.refused = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def mark_started(self, leases: Sequence[Lease], **kwargs: Any) -> list[Lease]:
+        raise StoreUnavailable("marks are down")
+
+    async def finish_many(self, outcomes: Sequence[Any]) -> Any:
+        if not self.refused:
+            self.refused += 1
+            raise StoreUnavailable("down for a moment")
+        return await self._inner.finish_many(outcomes)
+
+    async def finish_and_claim(self, finishes: Sequence[Any], request: Any) -> Any:
+        if finishes and not self.refused:
+            self.refused += 1
+            raise StoreUnavailable("down for a moment")
+        return await self._inner.finish_and_claim(finishes, request)
+
+
+async def test_a_terminal_write_sent_again_still_records_the_real_start(
+    backend: MemoryBackend, clock: FakeClock, client: MemoryQueueStore
+) -> None:
+    """The first terminal write fails and is retried after its delay (no start mark lands
+    meanwhile): started_at is still when the job began, not shifted by the retry."""
+    job_id = (
+        await client.enqueue(timed.new_job({"n": 1, "seconds": 0.01}, now=clock.now()))
+    ).job_id
+    store = FailingWrites(backend.store())
+    run = WorkerRun(backend, clock, REGISTRY, store=store)
+    await run.start()
+    await run.advance(5)
+    stored = await job(client, job_id)
+    assert store.refused == 1
+    assert stored.status is JobStatus.SUCCEEDED
+    assert stored.finished_at is not None
+    assert stored.finished_at >= BEGAN[1] + timedelta(seconds=0.5)  # after the retry delay
+    assert stored.started_at == BEGAN[1]
     assert await run.stop() == 0
