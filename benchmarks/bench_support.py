@@ -90,6 +90,10 @@ class DbSpan:
     total: int
     first_started: datetime | None
     last_finished: datetime | None
+    #: Rows/s over the first and the last fifth of the rows done, by finish time: a drain
+    #: that slows down as it goes (dead index entries piling up) shows it here.
+    first_fifth_rate: float = float("nan")
+    last_fifth_rate: float = float("nan")
 
     @property
     def seconds(self) -> float:
@@ -113,7 +117,30 @@ async def db_span(
         done_status,
     )
     assert row is not None
-    return DbSpan(row["done"], row["total"], row["first_started"], row["last_finished"])
+    finished = [
+        r["finished_at"]
+        for r in await conn.fetch(
+            f"SELECT finished_at FROM {table} WHERE status = $1 ORDER BY finished_at",
+            done_status,
+        )
+    ]
+    first, last = _fifth_rates(finished)
+    return DbSpan(
+        row["done"], row["total"], row["first_started"], row["last_finished"], first, last
+    )
+
+
+def _fifth_rates(finished: Sequence[datetime]) -> tuple[float, float]:
+    """Rows/s of the first and of the last fifth of ``finished`` (sorted finish times)."""
+    fifth = len(finished) // 5
+    if fifth < 2:
+        return float("nan"), float("nan")
+
+    def rate(start: datetime, end: datetime) -> float:
+        seconds = (end - start).total_seconds()
+        return (fifth - 1) / seconds if seconds > 0 else float("nan")
+
+    return rate(finished[0], finished[fifth - 1]), rate(finished[-fifth], finished[-1])
 
 
 def percentile(values: Sequence[float], pct: float) -> float:

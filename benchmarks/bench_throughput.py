@@ -45,7 +45,7 @@ import asyncpg
 import baseline
 import report
 import taskq_runs
-from bench_support import plain_schema, resolve_dsn
+from bench_support import DbSpan, plain_schema, resolve_dsn
 from report import Row
 
 DRIVERS = ("asyncpg", "psycopg")
@@ -272,6 +272,7 @@ def worker_rows(cfg: Config, rounds: Sequence[Round]) -> tuple[list[Row], list[R
                 f"{wall:.1f} s = {report.rate(cfg.jobs / wall)}",
             )
         )
+        rows.append(_fifths_row(f"(a) drain, {driver}", [r.drains[driver].span for r in rounds]))
     raw_wall = median([_raw_drain(r).wall_seconds for r in rounds])
     rows.append(
         Row(
@@ -279,6 +280,7 @@ def worker_rows(cfg: Config, rounds: Sequence[Round]) -> tuple[list[Row], list[R
             f"{report.rate(median(raw_rates))} (wall {raw_wall:.1f} s)",
         )
     )
+    rows.append(_fifths_row("(b) raw drain", [_raw_drain(r).span for r in rounds]))
     tail: list[Row] = []
     for driver in cfg.drivers:
         # Every round's samples together: more samples, a steadier p99.
@@ -309,6 +311,15 @@ def worker_rows(cfg: Config, rounds: Sequence[Round]) -> tuple[list[Row], list[R
                 plans_text = f"{plan.custom_plan}\n--- generic ---\n{plan.generic_plan}"
                 log(f"{driver} claim plans:\n{plans_text}")
     return rows, tail
+
+
+def _fifths_row(label: str, spans: Sequence[DbSpan]) -> Row:
+    """How fast a drain went over its first and its last fifth of the jobs (medians)."""
+    first = report.median([s.first_fifth_rate for s in spans])
+    last = report.median([s.last_fifth_rate for s in spans])
+    return Row(
+        f"{label}: first → last fifth of the jobs", f"{report.rate(first)} → {report.rate(last)}"
+    )
 
 
 def enqueue_rows(rounds: Sequence[Round]) -> list[Row]:

@@ -48,6 +48,8 @@ def test_quick_benchmark_completes_and_prints_its_table(dsn: str) -> None:
         "(b) raw drain",
         "(a) drain, asyncpg worker",
         "(a) drain, psycopg worker",
+        "(a) drain, asyncpg: first → last fifth of the jobs",
+        "(b) raw drain: first → last fifth of the jobs",
         "(c) enqueue() one by one, asyncpg",
         "(c) enqueue_many()",
         "(d) enqueue→start p50/p90/p99, psycopg",
