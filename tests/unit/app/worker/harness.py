@@ -26,6 +26,19 @@ from taskq.domain.job import Job
 from taskq.ports.queue_store import QueueStore
 
 
+class StoreProxy:
+    """The memory store with some calls overridden by a subclass; every other call is its own.
+
+    The tests' stores that fail, slow down or record a few calls are one of these.
+    """
+
+    def __init__(self, inner: MemoryQueueStore) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
 def make_settings(**values: Any) -> WorkerSettings:
     """Worker settings from ``values`` and the defaults (the environment is not read)."""
     return WorkerSettings.load_from_dict({"max_concurrency": 4, **values})

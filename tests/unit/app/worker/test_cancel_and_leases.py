@@ -5,11 +5,17 @@ from __future__ import annotations
 import asyncio
 import logging
 from datetime import timedelta
-from typing import Any
 
 import pytest
 from pydantic import BaseModel
-from tests.unit.app.worker.harness import WorkerRun, events_named, fields, job, make_settings
+from tests.unit.app.worker.harness import (
+    StoreProxy,
+    WorkerRun,
+    events_named,
+    fields,
+    job,
+    make_settings,
+)
 
 from taskq.adapters.memory import FakeClock, MemoryBackend, MemoryQueueStore
 from taskq.app.actors import actor
@@ -63,14 +69,11 @@ async def stuck(payload: Task, ctx: JobContext[Task]) -> None:
             SEEN_CANCEL.append(True)
 
 
-class SickHeartbeat:
+class SickHeartbeat(StoreProxy):
     """A store whose heartbeat call fails (an exhausted heartbeat pool); the rest works."""
 
     def __init__(self, inner: MemoryQueueStore) -> None:
-        self._inner = inner
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
+        super().__init__(inner)
 
     async def heartbeat(self, beat: object) -> None:
         raise ConnectionResetError("heartbeat pool exhausted")

@@ -16,7 +16,7 @@ from typing import Any, Final
 
 import pytest
 from pydantic import BaseModel
-from tests.unit.app.worker.harness import WorkerRun, make_settings
+from tests.unit.app.worker.harness import StoreProxy, WorkerRun, make_settings
 
 from taskq.adapters.memory import FakeClock, MemoryBackend, MemoryQueueStore
 from taskq.app.actors import actor
@@ -54,7 +54,7 @@ async def step(payload: Step, ctx: JobContext[Step]) -> None:
         await asyncio.sleep(0)
 
 
-class ChaosStore:
+class ChaosStore(StoreProxy):
     """``inner`` whose calls in ``FAULTY`` fail now and then, before or after the work;
     now and then a claim's answer arrives only after ``slow_reply`` seconds."""
 
@@ -67,7 +67,7 @@ class ChaosStore:
         clock: FakeClock,
         slow_reply: float,
     ) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._rng = rng
         self._rate = rate
         self._clock = clock

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
 
 import pytest
 from pydantic import BaseModel
-from tests.unit.app.worker.harness import WorkerRun, make_settings
+from tests.unit.app.worker.harness import StoreProxy, WorkerRun, make_settings
 
 from taskq.adapters.memory import FakeClock, MemoryBackend, MemoryQueueStore
 from taskq.app.actors import actor
@@ -36,18 +35,15 @@ async def _gate() -> AsyncIterator[None]:
     GATE.clear()
 
 
-class ClaimLog:
+class ClaimLog(StoreProxy):
     """A store that records the limit of every claim."""
 
     def __init__(self, inner: MemoryQueueStore) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self.limits: list[int] = []
         #: Terminal writes sent with a claim, and sent on their own, per call.
         self.carried: list[int] = []
         self.flushed: list[int] = []
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
 
     async def claim(self, request: ClaimRequest) -> list[ClaimedJob]:
         self.limits.append(request.limit)

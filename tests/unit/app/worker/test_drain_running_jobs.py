@@ -15,7 +15,14 @@ from typing import Any
 
 import pytest
 from pydantic import BaseModel
-from tests.unit.app.worker.harness import WorkerRun, events_named, fields, job, make_settings
+from tests.unit.app.worker.harness import (
+    StoreProxy,
+    WorkerRun,
+    events_named,
+    fields,
+    job,
+    make_settings,
+)
 
 from taskq.adapters.memory import FakeClock, MemoryBackend, MemoryQueueStore
 from taskq.app.actors import actor
@@ -52,17 +59,14 @@ async def busy(payload: Work) -> int:
     return payload.n
 
 
-class Recording:
+class Recording(StoreProxy):
     """The memory store; counts drain_unstarted calls, and can fail mark_started."""
 
     def __init__(self, inner: MemoryQueueStore, *, marks_fail: bool = False) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self.marks_fail = marks_fail
         self.mark_calls = 0
         self.drain_calls = 0
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
 
     async def mark_started(self, leases: Sequence[Lease], **kwargs: Any) -> list[Lease]:
         self.mark_calls += 1

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from pydantic import BaseModel
-from tests.unit.app.worker.harness import WorkerRun, events_named, fields, job
+from tests.unit.app.worker.harness import StoreProxy, WorkerRun, events_named, fields, job
 
 from taskq.adapters.memory import FakeClock, MemoryBackend, MemoryQueueStore
 from taskq.app.actors import actor
@@ -70,15 +70,12 @@ async def watcher(payload: Run, ctx: JobContext[Run]) -> None:
 REGISTRY = {"timed": timed, "watcher": watcher}
 
 
-class MarkCounter:
+class MarkCounter(StoreProxy):
     """The memory store, recording each mark_started call's leases."""
 
     def __init__(self, inner: MemoryQueueStore) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self.marked: list[list[Lease]] = []
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
 
     async def mark_started(self, leases: Sequence[Lease], **kwargs: Any) -> list[Lease]:
         self.marked.append(list(leases))
@@ -185,16 +182,13 @@ async def test_a_mark_that_finds_the_lease_gone_asks_the_job_to_stop(
     assert after.started_at is None
 
 
-class SlowReplies:
+class SlowReplies(StoreProxy):
     """The memory store, whose claims answer ``delay`` seconds (fake time) after they land."""
 
     def __init__(self, inner: MemoryQueueStore, clock: FakeClock, delay: float) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._clock = clock
         self._delay = delay
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
 
     async def claim(self, request: Any) -> Any:
         claimed = await self._inner.claim(request)
@@ -232,15 +226,12 @@ async def test_a_write_that_waited_for_a_claim_still_records_the_real_start(
     assert await run.stop() == 0
 
 
-class FailingWrites:
+class FailingWrites(StoreProxy):
     """The memory store, refusing every start mark and the first terminal write."""
 
     def __init__(self, inner: MemoryQueueStore) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self.refused = 0
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
 
     async def mark_started(self, leases: Sequence[Lease], **kwargs: Any) -> list[Lease]:
         raise StoreUnavailable("marks are down")

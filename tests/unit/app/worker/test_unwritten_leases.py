@@ -6,7 +6,14 @@ import logging
 from typing import Any
 
 from pydantic import BaseModel
-from tests.unit.app.worker.harness import WorkerRun, events_named, fields, job, make_settings
+from tests.unit.app.worker.harness import (
+    StoreProxy,
+    WorkerRun,
+    events_named,
+    fields,
+    job,
+    make_settings,
+)
 
 from taskq.adapters.memory import FakeClock, MemoryBackend, MemoryQueueStore
 from taskq.app.actors import actor
@@ -28,16 +35,13 @@ async def fails_once(payload: Item, ctx: JobContext[Item]) -> int:
     return ctx.attempt
 
 
-class BuggyReschedule:
+class BuggyReschedule(StoreProxy):
     """A store whose first ``reschedule`` raises what no store should (a bug)."""
 
     def __init__(self, inner: MemoryQueueStore) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self.failed: list[Lease] = []
         self.lapsing: list[tuple[Lease, ...]] = []
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
 
     async def reschedule(self, request: Reschedule) -> None:
         if not self.failed:

@@ -14,7 +14,14 @@ from typing import Any
 
 import pytest
 from pydantic import BaseModel
-from tests.unit.app.worker.harness import WorkerRun, events_named, fields, job, make_settings
+from tests.unit.app.worker.harness import (
+    StoreProxy,
+    WorkerRun,
+    events_named,
+    fields,
+    job,
+    make_settings,
+)
 
 from taskq.adapters.memory import FakeClock, MemoryBackend, MemoryQueueStore
 from taskq.app.actors import actor
@@ -59,7 +66,7 @@ async def broken(payload: Num) -> None:
 REGISTRY = {"count": count, "broken": broken}
 
 
-class GatedFinish:
+class GatedFinish(StoreProxy):
     """The memory store whose finish_many waits for ``gate`` (a slow database).
 
     ``apply_first``: the rows are written before the wait (committed, answer not back
@@ -70,16 +77,13 @@ class GatedFinish:
     def __init__(
         self, inner: MemoryQueueStore, *, apply_first: bool = False, failures: int = 0
     ) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self.gate = asyncio.Event()
         GATES.append(self.gate)
         self.apply_first = apply_first
         self.failures = failures
         self.calls: list[list[int]] = []
         self.landed: list[int] = []
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
 
     async def finish_many(self, outcomes: Sequence[Finish]) -> list[Lease]:
         self.calls.append([o.lease.job_id for o in outcomes])
