@@ -10,11 +10,11 @@ batch, so a busy worker batches naturally and an idle one adds no latency.
 Each submitter gets a future with its own item's result; a flush that
 raises fails every future of that batch with the same error.
 
-An item can depend on when it is sent: with ``age``, each item is passed
-through ``age(item, seconds it waited)`` as it leaves the queue (the worker
-adds the wait to a terminal write's ``started_ago``, so the server, which
-subtracts it from its own clock at the write, records the job's true start
-however long the write waited for its round trip).
+An item can depend on when it is sent: with ``prepare``, each item is
+passed through it as it leaves the queue (the worker measures a terminal
+write's ``started_ago`` then, so the server, which subtracts it from its own
+clock at the write, records the job's true start however long the write
+waited for its round trip).
 
 Another round trip can carry the items instead: :meth:`take` hands them
 over (the caller answers them with :meth:`settle` or :meth:`fail`), and
@@ -26,7 +26,6 @@ producer does this with terminal writes: they travel with its next claim.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Generic, TypeVar
 
@@ -34,8 +33,6 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 Flush = Callable[[Sequence[T]], Awaitable[Sequence[R]]]
-#: ``age(item, waited)``: the item as it is sent, ``waited`` seconds after its submit.
-Age = Callable[[T, float], T]
 
 
 class GroupCommit(Generic[T, R]):
@@ -50,18 +47,15 @@ class GroupCommit(Generic[T, R]):
         flush: Flush[T, R],
         *,
         max_batch: int = 100,
-        age: Age[T] | None = None,
-        monotonic: Callable[[], float] = time.monotonic,
+        prepare: Callable[[T], T] | None = None,
     ) -> None:
         if max_batch < 1:
             raise ValueError(f"max_batch must be >= 1, got {max_batch}")
         self.name = name
         self._flush = flush
         self._max_batch = max_batch
-        self._age = age
-        self._monotonic = monotonic
-        # (item, its future, when it was submitted: read only when there is an age)
-        self._queue: list[tuple[T, asyncio.Future[R], float]] = []
+        self._prepare = prepare
+        self._queue: list[tuple[T, asyncio.Future[R]]] = []
         self._has_items = asyncio.Event()
         self._closing = False
         self._holds = 0
@@ -77,7 +71,7 @@ class GroupCommit(Generic[T, R]):
         if self._closing:
             future.set_exception(RuntimeError(f"{self.name} batcher is closed"))
             return future
-        self._queue.append((item, future, self._monotonic() if self._age is not None else 0.0))
+        self._queue.append((item, future))
         self._has_items.set()
         return future
 
@@ -122,11 +116,10 @@ class GroupCommit(Generic[T, R]):
     def take(self) -> list[tuple[T, asyncio.Future[R]]]:
         """Hand over what is queued (at most ``max_batch``) for a round trip to write now."""
         batch, self._queue = self._queue[: self._max_batch], self._queue[self._max_batch :]
-        age = self._age
-        if age is None:
-            return [(item, future) for item, future, _ in batch]
-        now = self._monotonic()
-        return [(age(item, now - submitted), future) for item, future, submitted in batch]
+        prepare = self._prepare
+        if prepare is None:
+            return batch
+        return [(prepare(item), future) for item, future in batch]
 
     @staticmethod
     def fail(batch: Sequence[tuple[T, asyncio.Future[R]]], exc: BaseException | None) -> None:

@@ -39,7 +39,6 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable
-from dataclasses import replace
 from datetime import timedelta
 from functools import partial
 from typing import Any, Final
@@ -90,19 +89,6 @@ WRITE_RETRY_FIRST: Final = 0.5
 WRITE_RETRY_MAX: Final = 10.0
 
 Completer = GroupCommit[Finish, bool]
-
-
-def aged_finish(finish: Finish, waited: float) -> Finish:
-    """``finish`` as it is sent ``waited`` seconds after the job ended (its completer's ``age``).
-
-    ``started_ago`` was measured when the job ended; the server subtracts it
-    from its clock when the write arrives, so the time the write waited for
-    its round trip (a batch, a claim in flight) is added, or ``started_at``
-    would come out that much late.
-    """
-    if finish.started_ago is None or waited <= 0:
-        return finish
-    return replace(finish, started_ago=finish.started_ago + timedelta(seconds=waited))
 
 
 class Dispatcher:
@@ -414,9 +400,6 @@ class Dispatcher:
             self.state.writing.discard(active.job.id)
             self.state.unwritten.add(active.job.lease)
             raise
-        if finish.started_ago is not None:
-            # Measured again: the failed write and the wait since are not part of the job.
-            finish = replace(finish, started_ago=self.marks.started_ago(active))
         self._submit(active, finish, what, retries)
 
     async def close(self) -> None:
@@ -571,5 +554,4 @@ __all__ = [
     "WORKER_SHUTDOWN",
     "Completer",
     "Dispatcher",
-    "aged_finish",
 ]

@@ -34,7 +34,7 @@ from taskq.app.di import Dependencies
 from taskq.app.settings import WorkerSettings
 from taskq.app.worker import events, startup
 from taskq.app.worker.batching import GroupCommit
-from taskq.app.worker.consumer import Completer, Dispatcher, aged_finish
+from taskq.app.worker.consumer import Completer, Dispatcher
 from taskq.app.worker.exit_codes import ExitCode
 from taskq.app.worker.heartbeat import run_heartbeat
 from taskq.app.worker.leader import run_leader
@@ -187,16 +187,15 @@ class Worker:
     async def _run_group(self, scopes: ActorScopes) -> None:
         state = self.state
         store = state.store
+        marks = StartMarks(state)
+        state.start_marks = marks
         completer: Completer = GroupCommit(
             "completions",
             _finish_flush(store),
             max_batch=MAX_WRITE_BATCH,
-            age=aged_finish,
-            monotonic=state.clock.monotonic,
+            prepare=marks.restamp,
         )
         state.completer = completer
-        marks = StartMarks(state)
-        state.start_marks = marks
         dispatcher = Dispatcher(state, scopes, completer=completer, marks=marks)
         helpers = [
             asyncio.create_task(marks.run(), name="taskq-start-marks"),

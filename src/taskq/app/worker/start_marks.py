@@ -18,6 +18,7 @@ what is left then are exactly the jobs that were still queued.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from datetime import timedelta
 from typing import Final
 
@@ -25,6 +26,7 @@ from taskq.app.worker import events
 from taskq.app.worker.state import ActiveJob, WorkerState
 from taskq.app.worker.waiting import LatchEvent, wait_event
 from taskq.domain.errors import TaskQError
+from taskq.ports.store_params import Finish
 
 #: Seconds a job runs before it gets a start mark of its own.
 START_MARK_DELAY: Final = 0.2
@@ -56,6 +58,22 @@ class StartMarks:
     def started_ago(self, active: ActiveJob) -> timedelta:
         """How long ago ``active`` began, for a write that records it."""
         return timedelta(seconds=max(self.state.clock.monotonic() - active.started_mono, 0.0))
+
+    def restamp(self, finish: Finish) -> Finish:
+        """``finish`` with ``started_ago`` measured now, as it leaves for the database.
+
+        The completer's ``prepare``: a terminal write may wait for its round
+        trip (a batch, a claim in flight, a retry after a failure), and the
+        server subtracts ``started_ago`` from its clock when the write arrives,
+        so measured when the job ended it would make ``started_at`` that much
+        late. A job no longer unmarked got its start mark, which the write keeps.
+        """
+        if finish.started_ago is None:
+            return finish
+        active = self._unmarked.get(finish.lease.job_id)
+        if active is None or active.job.lease != finish.lease:
+            return finish
+        return replace(finish, started_ago=self.started_ago(active))
 
     async def run(self) -> None:
         """Mark jobs that outlive the delay until the shutdown completes."""

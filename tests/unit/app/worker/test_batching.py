@@ -127,28 +127,27 @@ async def test_close_ends_a_held_flusher_and_writes_what_is_left() -> None:
     assert pending.done()
 
 
-async def test_an_aged_item_leaves_with_the_time_it_waited() -> None:
-    """With ``age``, each item is passed through it as it is sent, with the seconds since its
-    submit: a flushed batch and a batch taken by another round trip alike."""
-    now = [100.0]
-    sent: list[tuple[int, float]] = []
+async def test_a_prepared_item_is_prepared_as_it_leaves() -> None:
+    """With ``prepare``, each item passes through it when it is sent, not when it was
+    submitted: a flushed batch and a batch taken by another round trip alike."""
+    sent_at = [0]
+    sent: list[tuple[int, int]] = []
 
-    async def flush(items: Sequence[tuple[int, float]]) -> list[None]:
+    async def flush(items: Sequence[tuple[int, int]]) -> list[None]:
         sent.extend(items)
         return [None for _ in items]
 
-    batcher: GroupCommit[tuple[int, float], None] = GroupCommit(
-        "t", flush, age=lambda item, waited: (item[0], waited), monotonic=lambda: now[0]
+    batcher: GroupCommit[tuple[int, int], None] = GroupCommit(
+        "t", flush, prepare=lambda item: (item[0], sent_at[0])
     )
-    batcher.submit((1, 0.0))
-    now[0] += 0.25
-    batcher.submit((2, 0.0))
-    now[0] += 0.5
+    batcher.submit((1, 0))
+    batcher.submit((2, 0))
+    sent_at[0] = 5
     taken = batcher.take()
-    assert [item for item, _ in taken] == [(1, 0.75), (2, 0.5)]
+    assert [item for item, _ in taken] == [(1, 5), (2, 5)]
     batcher.settle(taken, [None, None])
-    batcher.submit((3, 0.0))
-    now[0] += 2.0
+    batcher.submit((3, 0))
+    sent_at[0] = 7
     runner = asyncio.create_task(batcher.run())
     await batcher.close(runner)
-    assert sent == [(3, 2.0)]
+    assert sent == [(3, 7)]
