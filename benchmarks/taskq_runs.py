@@ -24,7 +24,7 @@ from bench_support import DbSpan, Stopwatch, db_span, percentile, taskq_schema
 
 from taskq import JobsClient
 from taskq.adapters.postgres.schema import Schema
-from taskq.adapters.postgres.sql_loader import asyncpg_queries
+from taskq.adapters.postgres.sql_loader import numbered_queries
 from taskq.adapters.postgres.store.finish import WRITE_PARAMS
 
 HERE: Final = Path(__file__).resolve().parent
@@ -290,11 +290,11 @@ async def plan_check(dsn: str, schema: str, pending: int = 1_000) -> PlanResult:
     """
     async with JobsClient.connect(dsn, driver="asyncpg", schema=schema) as client:
         await client.enqueue_many(noop_actors.noop, _payloads(0, pending))
-    query = asyncpg_queries("claim", Schema(schema))["finish_and_claim"]
+    query = numbered_queries("claim", Schema(schema))["finish_and_claim"]
     execute = "EXECUTE taskq_claim({})".format(
         ", ".join(_CLAIM_LITERALS[name] for name in query.params)
     )
-    beat = asyncpg_queries("workers", Schema(schema))["heartbeat"]
+    beat = numbered_queries("workers", Schema(schema))["heartbeat"]
     execute_beat = "EXECUTE taskq_heartbeat({})".format(
         ", ".join(_CLAIM_LITERALS[name] for name in beat.params)
     )

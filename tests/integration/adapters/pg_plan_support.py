@@ -16,7 +16,7 @@ from typing import Any, Final
 import asyncpg
 
 from taskq.adapters.postgres.schema import Schema
-from taskq.adapters.postgres.sql_loader import asyncpg_queries
+from taskq.adapters.postgres.sql_loader import numbered_queries
 
 FINISHED: Final = 200_000
 PENDING: Final = 20_000
@@ -238,7 +238,7 @@ def _scans(node: Mapping[str, Any]) -> list[Scan]:
 async def explain(conn: asyncpg.Connection, schema: Schema, statement: str) -> tuple[Plan, Plan]:
     """(custom plan, generic plan) of ``family.name`` with the fixed literals."""
     family, name = statement.split(".")
-    query = asyncpg_queries(family, schema)[name]
+    query = numbered_queries(family, schema)[name]
     values = {**LITERALS, **OVERRIDES.get(statement, {})}
     args = ", ".join(values[p] for p in query.params)
     execute = f"EXECUTE taskq_plan({args})" if args else "EXECUTE taskq_plan"

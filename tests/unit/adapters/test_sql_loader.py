@@ -13,9 +13,9 @@ from taskq.adapters.postgres.schema import Schema, quote_identifier
 from taskq.adapters.postgres.sql_loader import (
     Query,
     SqlFileError,
-    asyncpg_queries,
     load_queries,
     load_sql_file,
+    numbered_queries,
     parse_sql,
     psycopg_queries,
     render_script,
@@ -45,12 +45,35 @@ def test_parses_name_why_and_body_in_file_order() -> None:
     assert queries["second"].source == "x.sql:7"
 
 
-def test_asyncpg_numbers_params_in_order_and_reuses_repeated_names() -> None:
+def test_numbered_numbers_params_in_order_and_reuses_repeated_names() -> None:
     """Parameters become $1, $2… by first appearance; a repeated name keeps its number."""
-    q = one("SELECT * FROM t WHERE a = :a AND b = :b OR a > :a").for_asyncpg(S)
+    q = one("SELECT * FROM t WHERE a = :a AND b = :b OR a > :a").numbered(S)
     assert q.sql == "SELECT * FROM t WHERE a = $1 AND b = $2 OR a > $1"
     assert q.params == ("a", "b")
     assert q.args(b=2, a=1) == (1, 2)
+
+
+@pytest.mark.parametrize("sql", ["SELECT 1", "SELECT :a", "SELECT :a, :b, :a", "SELECT :b, :c, :a"])
+def test_positional_is_bind_for_every_arity(sql: str) -> None:
+    """The unchecked fast path returns what the checked bind does, in $n order."""
+    q = one(sql).numbered(S)
+    values = {name: f"v-{name}" for name in q.params}
+    assert q.positional(values) == q.bind(values) == tuple(f"v-{n}" for n in q.params)
+
+
+def test_positional_names_the_wrong_parameters_as_bind_does() -> None:
+    """As many values as parameters but under other names, or too few or too many:
+    the same TypeError naming them, never values bound to the wrong positions."""
+    q = one("SELECT :a, :b").numbered(S)
+    with pytest.raises(TypeError, match=r"missing parameter.*b.*unknown parameter.*c"):
+        q.positional({"a": 1, "c": 2})
+    with pytest.raises(TypeError, match=r"missing parameter.*b"):
+        q.positional({"a": 1})
+    with pytest.raises(TypeError, match=r"unknown parameter.*c"):
+        q.positional({"a": 1, "b": 2, "c": 3})
+    single = one("SELECT :a").numbered(S)
+    with pytest.raises(TypeError, match=r"missing parameter.*a.*unknown parameter.*z"):
+        single.positional({"z": 1})
 
 
 def test_psycopg_uses_named_placeholders() -> None:
@@ -62,7 +85,7 @@ def test_psycopg_uses_named_placeholders() -> None:
 
 def test_casts_assignments_and_slices_are_not_parameters() -> None:
     """``::type`` casts, ``:=`` and numeric slices are left alone; ``:x::int`` is param + cast."""
-    q = one("SELECT :x::int, '1'::text, arr[1:2], f(a := 1), y::jsonb").for_asyncpg(S)
+    q = one("SELECT :x::int, '1'::text, arr[1:2], f(a := 1), y::jsonb").numbered(S)
     assert q.sql == "SELECT $1::int, '1'::text, arr[1:2], f(a := 1), y::jsonb"
     assert q.params == ("x",)
 
@@ -84,14 +107,14 @@ def test_text_in_literals_comments_and_dollar_quotes_has_no_parameters(sql: str)
     """Colons inside strings, quoted identifiers, comments or dollar quotes are not parameters."""
     q = one(sql)
     assert q.params == ()
-    assert q.for_asyncpg(S).sql == sql.strip()
+    assert q.numbered(S).sql == sql.strip()
 
 
 def test_schema_is_rendered_quoted_in_sql_and_dollar_bodies() -> None:
     """{schema} becomes the quoted identifier in SQL and inside dollar-quoted bodies."""
     q = one("SELECT {schema}.f($$ SELECT 1 FROM {schema}.t $$) FROM {schema}.jobs")
     expected = 'SELECT "tq".f($$ SELECT 1 FROM "tq".t $$) FROM "tq".jobs'
-    assert q.for_asyncpg(S).sql == expected
+    assert q.numbered(S).sql == expected
     assert q.for_psycopg(S).sql == expected
 
 
@@ -104,29 +127,29 @@ def test_schema_inside_a_string_literal_is_refused() -> None:
 def test_other_braces_are_plain_text() -> None:
     """Only the exact {schema} token is special; JSON and array literals pass through."""
     q = one("SELECT '{}'::jsonb, '{a,b}'::text[], '{\"k\": 1}'::jsonb")
-    assert q.for_asyncpg(S).sql == "SELECT '{}'::jsonb, '{a,b}'::text[], '{\"k\": 1}'::jsonb"
+    assert q.numbered(S).sql == "SELECT '{}'::jsonb, '{a,b}'::text[], '{\"k\": 1}'::jsonb"
 
 
 def test_psycopg_doubles_every_literal_percent() -> None:
     """A literal % (operator, LIKE pattern, comment) is escaped as %% for psycopg only."""
     q = one("SELECT a % 2, 'x%' -- 5%\n, :p")
     assert q.for_psycopg(S).sql == "SELECT a %% 2, 'x%%' -- 5%%\n, %(p)s"
-    assert q.for_asyncpg(S).sql == "SELECT a % 2, 'x%' -- 5%\n, $1"
+    assert q.numbered(S).sql == "SELECT a % 2, 'x%' -- 5%\n, $1"
 
 
 def test_bind_names_missing_and_unknown_parameters() -> None:
     """Binding refuses missing or misspelled parameters, naming them."""
     q = one("SELECT :a, :b")
-    with pytest.raises(TypeError, match="missing parameter\\(s\\) b; unknown parameter\\(s\\) c"):
-        q.for_asyncpg(S).bind({"a": 1, "c": 3})
-    with pytest.raises(TypeError, match="missing parameter\\(s\\) a"):
+    with pytest.raises(TypeError, match=r"missing parameter\(s\) b; unknown parameter\(s\) c"):
+        q.numbered(S).bind({"a": 1, "c": 3})
+    with pytest.raises(TypeError, match=r"missing parameter\(s\) a"):
         q.for_psycopg(S).args(b=1)
 
 
 def test_identifier_dollar_and_plain_dollar_are_text() -> None:
     """A $ inside an identifier or before a non-tag character is ordinary text."""
     q = one("SELECT a$b, '$' || 'x'")
-    assert q.for_asyncpg(S).sql == "SELECT a$b, '$' || 'x'"
+    assert q.numbered(S).sql == "SELECT a$b, '$' || 'x'"
 
 
 @pytest.mark.parametrize(
@@ -195,7 +218,7 @@ def test_packaged_migration_queries_load_and_render_for_both_drivers() -> None:
     queries = load_queries("migrations")
     assert {"lock_migrations", "applied_migrations", "record_migration"} <= set(queries)
     assert all(q.why for q in queries.values())
-    record = asyncpg_queries("migrations", S)["record_migration"]
+    record = numbered_queries("migrations", S)["record_migration"]
     assert record.params == ("version", "name", "checksum")
     assert '"tq".schema_migrations' in record.sql
     assert "$3" in record.sql
@@ -219,7 +242,7 @@ def test_both_renderings_agree_on_which_value_goes_where(parts: list[tuple[str, 
     query = one(sql)
     values = {name: f"<{name}>" for name in query.params}
 
-    a = query.for_asyncpg(S)
+    a = query.numbered(S)
     args = a.bind(values)
     from_asyncpg = re.sub(r"\$(\d+)", lambda m: str(args[int(m.group(1)) - 1]), a.sql)
 

@@ -20,7 +20,6 @@ from collections.abc import (
     Sequence,
 )
 from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
-from operator import itemgetter
 from typing import Any, Final, TypeAlias
 
 import asyncpg
@@ -36,7 +35,7 @@ from taskq.adapters.postgres.driver import (
 )
 from taskq.adapters.postgres.lane import Lane
 from taskq.adapters.postgres.schema import Schema
-from taskq.adapters.postgres.sql_loader import AsyncpgQuery
+from taskq.adapters.postgres.sql_loader import NumberedQuery
 from taskq.domain.errors import StoreUnavailable
 
 #: asyncpg's pool and connection types (generic only to the type checker).
@@ -49,9 +48,9 @@ PoolConnection: TypeAlias = "asyncpg.pool.PoolConnectionProxy[Any]"
 _savepoints: Final = itertools.count(1)
 
 
-def render_store_queries(schema: Schema) -> Mapping[str, AsyncpgQuery]:
+def render_store_queries(schema: Schema) -> Mapping[str, NumberedQuery]:
     """Every store query rendered for asyncpg in ``schema``."""
-    return {name: query.for_asyncpg(schema) for name, query in store_queries().items()}
+    return {name: query.numbered(schema) for name, query in store_queries().items()}
 
 
 def translation(exc: BaseException) -> BaseException | None:
@@ -107,37 +106,6 @@ def translated() -> AbstractContextManager[None]:
     return translating(translation)
 
 
-#: Per query text: the positional arguments from its keyword parameters in one C call.
-#: Bounded (each schema renders its own texts): cleared when it grows past this.
-_binders: dict[str, Callable[[Mapping[str, object]], tuple[object, ...]]] = {}
-_MAX_BINDERS: Final = 4096
-
-
-def _binder(q: AsyncpgQuery) -> Callable[[Mapping[str, object]], tuple[object, ...]]:
-    if len(q.params) >= 2:
-        getter: Callable[[Mapping[str, object]], Any] = itemgetter(*q.params)
-    elif q.params:
-        (name,) = q.params
-        getter = lambda values: (values[name],)  # noqa: E731
-    else:
-        getter = lambda values: ()  # noqa: E731
-    if len(_binders) >= _MAX_BINDERS:
-        _binders.clear()
-    _binders[q.sql] = getter
-    return getter
-
-
-def _args(q: AsyncpgQuery, params: Mapping[str, object]) -> tuple[object, ...]:
-    """The positional arguments of ``q``; the checked bind only when the names differ."""
-    if len(params) == len(q.params):
-        bind = _binders.get(q.sql) or _binder(q)
-        try:
-            return bind(params)
-        except KeyError:
-            pass
-    return q.bind(params)
-
-
 async def _copy_in(
     conn: AnyConnection, schema: str, table: str, columns: Sequence[str], data: Iterable[bytes]
 ) -> None:
@@ -154,7 +122,7 @@ async def _copy_in(
 class _Statements(ABC):
     """The four statement calls over :meth:`_call` (a connection's method of that name)."""
 
-    _queries: Mapping[str, AsyncpgQuery]
+    _queries: Mapping[str, NumberedQuery]
 
     @abstractmethod
     async def _call(self, method: str, sql: str, args: tuple[object, ...]) -> Any:
@@ -162,27 +130,27 @@ class _Statements(ABC):
 
     async def fetch(self, query: str, /, **params: object) -> Sequence[Row]:
         q = self._queries[query]
-        rows: Sequence[Row] = await self._call("fetch", q.sql, _args(q, params))
+        rows: Sequence[Row] = await self._call("fetch", q.sql, q.positional(params))
         return rows
 
     async def fetchrow(self, query: str, /, **params: object) -> Row | None:
         q = self._queries[query]
-        row: Row | None = await self._call("fetchrow", q.sql, _args(q, params))
+        row: Row | None = await self._call("fetchrow", q.sql, q.positional(params))
         return row
 
     async def fetchval(self, query: str, /, **params: object) -> Any:
         q = self._queries[query]
-        return await self._call("fetchval", q.sql, _args(q, params))
+        return await self._call("fetchval", q.sql, q.positional(params))
 
     async def execute(self, query: str, /, **params: object) -> None:
         q = self._queries[query]
-        await self._call("execute", q.sql, _args(q, params))
+        await self._call("execute", q.sql, q.positional(params))
 
 
 class AsyncpgConnectionDriver(_Statements):
     """Runs store queries on one connection; never closes it."""
 
-    def __init__(self, conn: AnyConnection, queries: Mapping[str, AsyncpgQuery]) -> None:
+    def __init__(self, conn: AnyConnection, queries: Mapping[str, NumberedQuery]) -> None:
         self._conn = conn
         self._queries = queries
 
@@ -229,7 +197,7 @@ class AsyncpgPoolDriver(_Statements):
     """
 
     def __init__(
-        self, pool: Callable[[], Awaitable[Pool]], queries: Mapping[str, AsyncpgQuery]
+        self, pool: Callable[[], Awaitable[Pool]], queries: Mapping[str, NumberedQuery]
     ) -> None:
         self._pool = pool
         self._queries = queries

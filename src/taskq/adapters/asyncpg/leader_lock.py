@@ -15,7 +15,7 @@ from taskq.adapters.postgres.advisory_leader import (
 )
 from taskq.adapters.postgres.dedicated import DedicatedConnection
 from taskq.adapters.postgres.schema import Schema
-from taskq.adapters.postgres.sql_loader import asyncpg_queries
+from taskq.adapters.postgres.sql_loader import numbered_queries
 
 if TYPE_CHECKING:
     from taskq.adapters.asyncpg.migrate import Connection
@@ -91,7 +91,7 @@ class AsyncpgLeaderLock(AsyncpgSession, AdvisoryLeaderLock["Connection"]):
             schema=schema, conn=conn, operation_timeout=operation_timeout, owns_conn=owns_conn
         )
         self._dsn = dsn
-        self._queries = asyncpg_queries("leader", schema)
+        self._queries = numbered_queries("leader", schema)
 
     async def _query(self, conn: Connection, name: LeaderQuery) -> bool:
         query = self._queries[name]

@@ -35,7 +35,7 @@ from taskq.adapters.postgres.migrator import (
     plan_up,
 )
 from taskq.adapters.postgres.schema import Schema
-from taskq.adapters.postgres.sql_loader import AsyncpgQuery, asyncpg_queries, render_script
+from taskq.adapters.postgres.sql_loader import NumberedQuery, numbered_queries, render_script
 from taskq.adapters.postgres.store.base import lock_timeout_text
 from taskq.domain.errors import ConfigurationError, MigrationError, StoreUnavailable
 
@@ -118,8 +118,8 @@ def _db_errors(what: str) -> Iterator[None]:
         raise MigrationError(f"{what} failed: {_reason(exc)}") from exc
 
 
-def _queries(schema: Schema) -> Mapping[str, AsyncpgQuery]:
-    return asyncpg_queries("migrations", schema)
+def _queries(schema: Schema) -> Mapping[str, NumberedQuery]:
+    return numbered_queries("migrations", schema)
 
 
 @asynccontextmanager
@@ -203,7 +203,7 @@ async def _apply(
 
 async def _run_migration(
     conn: Connection,
-    q: Mapping[str, AsyncpgQuery],
+    q: Mapping[str, NumberedQuery],
     script: str,
     migration: Migration,
     *,

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from taskq.adapters.asyncpg.leader_lock import AsyncpgSession
 from taskq.adapters.postgres.notify_backoff import DEFAULT_INITIAL, DEFAULT_MAXIMUM
 from taskq.adapters.postgres.schema import Schema
-from taskq.adapters.postgres.sql_loader import asyncpg_queries
+from taskq.adapters.postgres.sql_loader import numbered_queries
 from taskq.adapters.postgres.wake_listener import (
     DEFAULT_HEALTH_CHECK_INTERVAL,
     DEFAULT_MAX_RECONNECT_ATTEMPTS,
@@ -54,7 +54,7 @@ class AsyncpgNotifier(AsyncpgSession, WakeListener["Connection"]):
             owns_conn=owns_conn,
         )
         self._dsn = dsn
-        self._queries = asyncpg_queries("notify", schema)
+        self._queries = numbered_queries("notify", schema)
 
     async def _subscribe(self, conn: Connection) -> None:
         # Both registrations are sets in asyncpg, so subscribing again is harmless.

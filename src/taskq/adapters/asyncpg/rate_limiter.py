@@ -12,7 +12,7 @@ from taskq.adapters.postgres.rate_limit import (
     RateQuery,
 )
 from taskq.adapters.postgres.schema import Schema
-from taskq.adapters.postgres.sql_loader import asyncpg_queries
+from taskq.adapters.postgres.sql_loader import numbered_queries
 
 if TYPE_CHECKING:
     import asyncpg
@@ -33,7 +33,7 @@ class AsyncpgRateLimiter(PostgresRateLimiter):
     def __init__(self, pool: asyncpg.Pool[Any], *, schema: Schema) -> None:
         super().__init__(schema=schema)
         self._pool = pool
-        self._queries = asyncpg_queries(QUERY_FAMILY, schema)
+        self._queries = numbered_queries(QUERY_FAMILY, schema)
 
     async def _fetch_one(
         self, query: RateQuery, params: Mapping[str, object]

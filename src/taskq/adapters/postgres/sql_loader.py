@@ -18,8 +18,9 @@ A query file (``queries/<family>.sql``) holds queries like this::
 - One statement per query; a trailing ``;`` is dropped. ``$1``-style
   positional parameters are refused: names only.
 
-Rendering: :meth:`Query.for_asyncpg` gives ``$1, $2 …`` and the parameter
-name bound to each position (a repeated name reuses its number);
+Rendering: :meth:`Query.numbered` gives ``$1, $2 …`` and the parameter
+name bound to each position (a repeated name reuses its number), which
+asyncpg runs and so do psycopg's raw cursors;
 :meth:`Query.for_psycopg` gives ``%(name)s`` with every literal ``%``
 doubled. :func:`render_script` renders a whole multi-statement script (a
 migration) that takes no parameters.
@@ -29,13 +30,14 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from importlib.resources.abc import Traversable
+from operator import itemgetter
 from pathlib import Path
 from types import MappingProxyType
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 from taskq.adapters.postgres.schema import Schema
 
@@ -228,12 +230,28 @@ def _check_values(query: str, params: tuple[str, ...], values: Mapping[str, obje
 
 
 @dataclass(frozen=True, slots=True)
-class AsyncpgQuery:
-    """A query rendered for asyncpg: ``params[i]`` binds ``$<i+1>``."""
+class NumberedQuery:
+    """A query with ``$n`` placeholders (asyncpg's, and psycopg's raw cursors'):
+    ``params[i]`` binds ``$<i+1>``."""
 
     name: str
     sql: str
     params: tuple[str, ...]
+    #: ``params``' values out of a mapping in one C call (the hot path's bind).
+    _pick: Callable[[Mapping[str, object]], tuple[object, ...]] = field(
+        init=False, repr=False, compare=False
+    )
+
+    def __post_init__(self) -> None:
+        params = self.params
+        if len(params) >= 2:
+            pick: Callable[[Mapping[str, object]], Any] = itemgetter(*params)
+        elif params:
+            (only,) = params
+            pick = lambda values: (values[only],)  # noqa: E731
+        else:
+            pick = lambda values: ()  # noqa: E731
+        object.__setattr__(self, "_pick", pick)
 
     def bind(self, values: Mapping[str, object]) -> tuple[object, ...]:
         """Positional arguments for ``conn.fetch(q.sql, *q.bind(values))``.
@@ -242,6 +260,19 @@ class AsyncpgQuery:
         """
         _check_values(self.name, self.params, values)
         return tuple(values[p] for p in self.params)
+
+    def positional(self, values: Mapping[str, object]) -> tuple[object, ...]:
+        """:meth:`bind`, checked only when ``values`` is not exactly the parameters.
+
+        As many values as parameters and none missing means the same names,
+        so the usual call costs one lookup per parameter and nothing else.
+        """
+        if len(values) == len(self.params):
+            try:
+                return self._pick(values)
+            except KeyError:
+                pass
+        return self.bind(values)
 
     def args(self, **values: object) -> tuple[object, ...]:
         """Keyword form of :meth:`bind`."""
@@ -287,7 +318,7 @@ class Query:
     def params(self) -> tuple[str, ...]:
         return _distinct_params(self.segments)
 
-    def for_asyncpg(self, schema: Schema) -> AsyncpgQuery:
+    def numbered(self, schema: Schema) -> NumberedQuery:
         """``$n`` placeholders numbered by first appearance; ``{schema}`` filled in."""
         numbers: dict[str, int] = {}
         out: list[str] = []
@@ -299,7 +330,7 @@ class Query:
                 out.append(schema.quoted)
             else:
                 out.append(value)
-        return AsyncpgQuery(self.name, "".join(out), tuple(numbers))
+        return NumberedQuery(self.name, "".join(out), tuple(numbers))
 
     def for_psycopg(self, schema: Schema) -> PsycopgQuery:
         """``%(name)s`` placeholders, literal ``%`` doubled; ``{schema}`` filled in."""
@@ -394,9 +425,9 @@ def load_queries(family: str) -> Mapping[str, Query]:
 
 
 @functools.cache
-def asyncpg_queries(family: str, schema: Schema) -> Mapping[str, AsyncpgQuery]:
+def numbered_queries(family: str, schema: Schema) -> Mapping[str, NumberedQuery]:
     """Every query of ``family`` rendered for asyncpg in ``schema`` (rendered once)."""
-    return MappingProxyType({n: q.for_asyncpg(schema) for n, q in load_queries(family).items()})
+    return MappingProxyType({n: q.numbered(schema) for n, q in load_queries(family).items()})
 
 
 @functools.cache
@@ -408,13 +439,13 @@ def psycopg_queries(family: str, schema: Schema) -> Mapping[str, PsycopgQuery]:
 __all__ = [
     "QUERIES_PACKAGE",
     "SCHEMA_TOKEN",
-    "AsyncpgQuery",
+    "NumberedQuery",
     "PsycopgQuery",
     "Query",
     "SqlFileError",
-    "asyncpg_queries",
     "load_queries",
     "load_sql_file",
+    "numbered_queries",
     "parse_sql",
     "psycopg_queries",
     "render_script",

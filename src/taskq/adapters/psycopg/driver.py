@@ -24,9 +24,9 @@ from contextlib import AbstractContextManager, asynccontextmanager
 from typing import Any, Final, TypeAlias
 
 import psycopg
-from psycopg import sql
+from psycopg import AsyncCursor, AsyncRawCursor, sql
 from psycopg.pq import ConnStatus, TransactionStatus
-from psycopg.rows import dict_row
+from psycopg.rows import RowMaker, no_result
 from psycopg_pool import AsyncConnectionPool
 
 from taskq.adapters.postgres.driver import (
@@ -39,7 +39,7 @@ from taskq.adapters.postgres.driver import (
 )
 from taskq.adapters.postgres.lane import Lane
 from taskq.adapters.postgres.schema import Schema
-from taskq.adapters.postgres.sql_loader import PsycopgQuery
+from taskq.adapters.postgres.sql_loader import NumberedQuery
 from taskq.domain.errors import StoreUnavailable
 
 #: psycopg's pool and connection types (generic only to the type checker).
@@ -49,9 +49,9 @@ Connection: TypeAlias = "psycopg.AsyncConnection[Any]"
 _savepoints: Final = itertools.count(1)
 
 
-def render_store_queries(schema: Schema) -> Mapping[str, PsycopgQuery]:
-    """Every store query rendered for psycopg in ``schema``."""
-    return {name: query.for_psycopg(schema) for name, query in store_queries().items()}
+def render_store_queries(schema: Schema) -> Mapping[str, NumberedQuery]:
+    """Every store query rendered for psycopg's raw cursors in ``schema`` (``$n``)."""
+    return {name: query.numbered(schema) for name, query in store_queries().items()}
 
 
 def translation(exc: BaseException) -> BaseException | None:
@@ -79,28 +79,24 @@ def translated() -> AbstractContextManager[None]:
     return translating(translation)
 
 
-#: Per query text: its parameter names as a set. Bounded (each schema renders its
-#: own texts): cleared when it grows past this.
-_names: dict[str, frozenset[str]] = {}
-_MAX_NAMES: Final = 4096
+def _dict_rows(cursor: AsyncCursor[Any]) -> RowMaker[dict[str, Any]]:
+    """Rows as dicts, keyed by the result's column names read straight off the result
+    (``dict_row`` builds a full column description per result first)."""
+    result = cursor.pgresult
+    if result is None or not result.nfields:
+        return no_result
+    names = [(result.fname(i) or b"").decode() for i in range(result.nfields)]
+    return lambda values: dict(zip(names, values, strict=True))
 
 
-def _args(q: PsycopgQuery, params: Mapping[str, object]) -> Mapping[str, object]:
-    """The parameters of ``q`` (``params`` itself when the names match); else the checked bind."""
-    names = _names.get(q.sql)
-    if names is None:
-        if len(_names) >= _MAX_NAMES:
-            _names.clear()
-        names = _names[q.sql] = frozenset(q.params)
-    if params.keys() == names:
-        return params
-    return q.bind(params)
-
-
-async def _rows(conn: Connection, sql: str, args: Mapping[str, object]) -> list[dict[str, Any]]:
-    async with conn.cursor(row_factory=dict_row) as cur:
+async def _rows(conn: Connection, sql: str, args: tuple[object, ...]) -> list[dict[str, Any]]:
+    # A raw cursor takes the ``$n`` text as it is. A ``%(name)s`` text is parsed on every
+    # call once it is longer than psycopg caches (4 kB: the claim statements are).
+    cursor: AsyncRawCursor[dict[str, Any]] = AsyncRawCursor(conn, row_factory=_dict_rows)
+    async with cursor as cur:
         await cur.execute(sql, args)
-        return await cur.fetchall() if cur.description is not None else []
+        result = cur.pgresult
+        return await cur.fetchall() if result is not None and result.nfields else []
 
 
 async def _copy_in(
@@ -214,14 +210,14 @@ class _Statements(ABC):
 class PsycopgConnectionDriver(_Statements):
     """Runs store queries on one connection; never closes it."""
 
-    def __init__(self, conn: Connection, queries: Mapping[str, PsycopgQuery]) -> None:
+    def __init__(self, conn: Connection, queries: Mapping[str, NumberedQuery]) -> None:
         self._conn = conn
         self._queries = queries
 
     async def _run(self, query: str, params: Mapping[str, object]) -> list[dict[str, Any]]:
         q = self._queries[query]
         with translated():
-            return await _rows(self._conn, q.sql, _args(q, params))
+            return await _rows(self._conn, q.sql, q.positional(params))
 
     async def copy_in(
         self, schema: str, table: str, columns: Sequence[str], data: Iterable[bytes]
@@ -269,7 +265,7 @@ class PsycopgPoolDriver(_Statements):
     """
 
     def __init__(
-        self, pool: Callable[[], Awaitable[Pool]], queries: Mapping[str, PsycopgQuery]
+        self, pool: Callable[[], Awaitable[Pool]], queries: Mapping[str, NumberedQuery]
     ) -> None:
         self._pool = pool
         self._queries = queries
@@ -283,7 +279,7 @@ class PsycopgPoolDriver(_Statements):
 
     async def _run(self, query: str, params: Mapping[str, object]) -> list[dict[str, Any]]:
         q = self._queries[query]
-        args = _args(q, params)
+        args = q.positional(params)
         lane = self._lane
         kept = lane.take()
         if kept is None:
