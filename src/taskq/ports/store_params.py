@@ -8,8 +8,9 @@ exact timestamps.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
+from typing import Final
 
 from taskq.domain.cancel_phase import CancelPhase
 from taskq.domain.job import JSON, Lease
@@ -64,6 +65,23 @@ class Finish:
     def __post_init__(self) -> None:
         _check_started_ago(self.started_ago)
         _escape_error_text(self)
+
+    def restamped(self, started_ago: timedelta) -> Finish:
+        """This write with ``started_ago`` measured again.
+
+        A plain copy (``dataclasses.replace`` costs twice as much, and every
+        terminal write of a worker goes through here); only the new value
+        needs the constructor's check.
+        """
+        _check_started_ago(started_ago)
+        copy = object.__new__(Finish)
+        for name in _FINISH_FIELDS:
+            object.__setattr__(copy, name, getattr(self, name))
+        object.__setattr__(copy, "started_ago", started_ago)
+        return copy
+
+
+_FINISH_FIELDS: Final = tuple(f.name for f in fields(Finish))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -18,7 +18,6 @@ what is left then are exactly the jobs that were still queued.
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
 from datetime import timedelta
 from typing import Final
 
@@ -70,10 +69,11 @@ class StartMarks:
         """
         if finish.started_ago is None:
             return finish
-        active = self._unmarked.get(finish.lease.job_id)
-        if active is None or active.job.lease != finish.lease:
+        lease = finish.lease
+        active = self._unmarked.get(lease.job_id)
+        if active is None or active.job.fencing_token != lease.fencing_token:
             return finish
-        return replace(finish, started_ago=self.started_ago(active))
+        return finish.restamped(self.started_ago(active))
 
     async def run(self) -> None:
         """Mark jobs that outlive the delay until the shutdown completes."""
