@@ -115,6 +115,8 @@ class ActorRef(Generic[P, R]):
     fn: Callable[..., Any]
     _signature: ActorSignature
     _result_adapter: TypeAdapter[Any]
+    #: Declared to return nothing: a ``None`` result needs no adapter.
+    _returns_none: bool
     __wrapped__: Callable[..., Any]
     __name__: str
     __qualname__: str
@@ -171,6 +173,7 @@ class ActorRef(Generic[P, R]):
             "_result_adapter": TypeAdapter(
                 signature.result_type if signature.result_type is not None else type(None)
             ),
+            "_returns_none": signature.result_type in (None, type(None)),
             # functools.update_wrapper would go through the frozen __setattr__.
             "__wrapped__": fn,
             "__name__": getattr(fn, "__name__", fallback_name),
@@ -211,12 +214,14 @@ class ActorRef(Generic[P, R]):
         Raises :class:`PayloadValidationError` with pydantic's message.
         """
         try:
-            return self.payload_type.model_validate(raw)
+            # pydantic-core directly: what model_validate wraps, with its defaults.
+            model: P = self.payload_type.__pydantic_validator__.validate_python(raw)
         except ValidationError as exc:
             raise PayloadValidationError(
                 f"actor {self.name!r}: payload does not validate against "
                 f"{self.payload_type.__qualname__}: {exc}"
             ) from exc
+        return model
 
     def dump_payload(self, payload: P | Mapping[str, Any]) -> dict[str, JSON]:
         """The JSON object stored for ``payload`` (a model instance or a dict that validates).
@@ -280,13 +285,16 @@ class ActorRef(Generic[P, R]):
 
     # -- running ----------------------------------------------------------------------
 
-    async def run(self, payload: P, ctx: JobContext[P], deps: Mapping[str, object]) -> R:
+    async def run(self, payload: P, ctx: JobContext[P] | None, deps: Mapping[str, object]) -> R:
         """Call the function with ``(payload, ctx if wanted, **deps)``.
 
         A plain ``def`` runs in a worker thread (``asyncio.to_thread``), so the
         event loop never blocks; THREAD-scope dependencies are resolved in that
-        thread. ``deps`` must hold exactly the actor's dependencies.
+        thread. ``deps`` must hold exactly the actor's dependencies; ``ctx``
+        may be None only for an actor that takes none (``wants_context``).
         """
+        if ctx is None and self.wants_context:
+            raise TypeError(f"actor {self.name!r} takes a JobContext; none was given")
         if deps or self.dependencies:  # most actors have none: nothing to check or resolve
             declared = set(self.dependencies)
             if set(deps) != declared:
@@ -305,12 +313,14 @@ class ActorRef(Generic[P, R]):
                 result = await result
         return cast(R, result)
 
-    def _call_in_thread(self, payload: P, ctx: JobContext[P], deps: Mapping[str, object]) -> Any:
+    def _call_in_thread(
+        self, payload: P, ctx: JobContext[P] | None, deps: Mapping[str, object]
+    ) -> Any:
         args, kwargs = self._arguments(payload, ctx, resolve_thread_locals(deps))
         return self.fn(*args, **kwargs)
 
     def _arguments(
-        self, payload: P, ctx: JobContext[P], deps: Mapping[str, object]
+        self, payload: P, ctx: JobContext[P] | None, deps: Mapping[str, object]
     ) -> tuple[list[object], dict[str, object]]:
         args: list[object] = [payload]
         kwargs: dict[str, object] = {}
@@ -327,6 +337,8 @@ class ActorRef(Generic[P, R]):
     def dump_result(self, result: R) -> JSON:
         """The JSON stored for ``result``; ``TypeError`` if it is not the declared type,
         ``ValueError`` if no store can keep it (a NUL character)."""
+        if result is None and self._returns_none:
+            return None  # the usual result: nothing to validate or dump
         try:
             value = self._result_adapter.validate_python(result)
             dumped: JSON = self._result_adapter.dump_python(value, mode="json")

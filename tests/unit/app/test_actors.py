@@ -379,6 +379,19 @@ def test_none_results_pass_through() -> None:
     assert send_email.load_result(None) is None
 
 
+def test_a_none_result_of_an_optional_type_still_goes_through_its_type() -> None:
+    """Only an actor declared to return nothing skips the adapter for None; an
+    Optional result type validates None itself, and a non-optional one refuses it."""
+
+    @actor
+    async def maybe(payload: Email) -> Receipt | None:
+        return None
+
+    assert maybe.dump_result(None) is None
+    with pytest.raises(TypeError, match="mailer"):
+        send_sync.dump_result(None)  # type: ignore[arg-type]
+
+
 def test_wrong_result_type_is_a_type_error() -> None:
     """A result that is not the declared type cannot be dumped."""
     with pytest.raises(TypeError, match="mailer"):
@@ -417,6 +430,26 @@ async def test_run_rejects_the_wrong_dependencies() -> None:
     """run() refuses a deps mapping that is not exactly the declared dependencies."""
     with pytest.raises(TypeError, match="declares dependencies"):
         await with_everything.run(Email(to="x"), ctx_for(Email(to="x")), {"smtp": Smtp()})
+
+
+async def test_run_without_a_context_serves_an_actor_that_takes_none() -> None:
+    """The worker builds no JobContext for an actor that does not take one."""
+    seen: list[Email] = []
+
+    @actor
+    async def plain(payload: Email) -> None:
+        seen.append(payload)
+
+    assert not plain.wants_context
+    await plain.run(Email(to="x"), None, {})
+    assert seen == [Email(to="x")]
+
+
+async def test_run_without_a_context_is_refused_for_an_actor_that_takes_one() -> None:
+    """A context-taking actor is never called with None in its place."""
+    assert with_everything.wants_context
+    with pytest.raises(TypeError, match="takes a JobContext"):
+        await with_everything.run(Email(to="x"), None, {"smtp": Smtp(), "cache": Cache()})
 
 
 async def test_sync_actors_run_in_a_worker_thread() -> None:

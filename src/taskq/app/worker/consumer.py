@@ -218,7 +218,8 @@ class Dispatcher:
         job, ref = active.job, active.ref
         try:
             payload = ref.validate_payload(job.payload)
-            ctx = self._context(active, payload)
+            # Built only for an actor that takes it (the usual actor does not).
+            ctx = self._context(active, payload) if getattr(ref, "wants_context", True) else None
         except PayloadValidationError as exc:
             return PayloadInvalid(str(exc)), False
         except Exception as exc:
@@ -242,7 +243,7 @@ class Dispatcher:
                 await self.limits.release(admitted, job_id=job.id)
 
     async def _invoke_in_task(
-        self, active: ActiveJob, payload: Any, ctx: JobContext[Any]
+        self, active: ActiveJob, payload: Any, ctx: JobContext[Any] | None
     ) -> tuple[Outcome, bool] | None:
         job, ref = active.job, active.ref
         task = asyncio.create_task(self._invoke(ref, payload, ctx), name=f"taskq-job-{job.id}")
@@ -271,7 +272,7 @@ class Dispatcher:
             active.job, payload, worker_id=self.state.worker_id, cancel_event=active.cancel_event
         )
 
-    async def _invoke(self, ref: ActorLike, payload: Any, ctx: JobContext[Any]) -> Any:
+    async def _invoke(self, ref: ActorLike, payload: Any, ctx: JobContext[Any] | None) -> Any:
         if not getattr(ref, "dependencies", True):
             return await ref.run(payload, ctx, {})  # nothing to resolve or tear down
         async with self.scopes.actor_scope(ref) as deps:

@@ -8,9 +8,10 @@ whatever jsonb codec the pool's connections have (or lack).
 from __future__ import annotations
 
 import json
+import json.scanner
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from taskq.adapters.postgres.driver import Row
 from taskq.domain.actor_config import ActorConfig
@@ -98,8 +99,29 @@ def dump_optional_json(value: JSON) -> str | None:
     return None if value is None else dump_json(value)
 
 
+def _c_scanner() -> Callable[[str, int], tuple[Any, int]] | None:
+    """The C scanner ``json.loads`` ends in, called without its Python layers (two
+    whitespace regex matches and two frames per value): a column's JSON text is
+    exactly one value. None when this Python has no C scanner."""
+    make = getattr(json.scanner, "c_make_scanner", None)
+    return None if make is None else make(json.JSONDecoder())
+
+
+_scan: Final = _c_scanner()
+
+
 def load_json(text: str | None) -> JSON:
-    return None if text is None else json.loads(text)
+    if text is None:
+        return None
+    if _scan is not None:
+        try:
+            value, end = _scan(text, 0)
+        except (StopIteration, ValueError):
+            pass  # json.loads gives the error its usual form
+        else:
+            if end == len(text):
+                return cast(JSON, value)
+    return cast(JSON, json.loads(text))  # surrounding whitespace, or the error
 
 
 def load_json_object(text: str | None) -> dict[str, JSON]:
