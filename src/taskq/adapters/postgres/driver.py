@@ -59,7 +59,7 @@ DATA_EXCEPTION_CLASS: Final = "22"
 
 
 class Row(Protocol):
-    """A result row: columns by name (asyncpg ``Record``, psycopg ``dict_row``)."""
+    """A result row: columns by name (asyncpg ``Record``, a dict on psycopg)."""
 
     def __getitem__(self, key: str, /) -> Any: ...
 
