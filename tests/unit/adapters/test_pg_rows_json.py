@@ -42,5 +42,6 @@ def test_none_is_sql_null_and_objects_stay_objects() -> None:
     assert load_json_object(None) == {}
     assert load_json_object("[1]") == {}
     first, second = load_json_object("{}"), load_json_object("{}")
-    assert first == {} and first is not second  # a fresh dict per row
+    assert first == {}
+    assert first is not second  # a fresh dict per row
     assert load_json_object('{"k": {"n": [1]}}') == {"k": {"n": [1]}}
