@@ -241,3 +241,39 @@ async def test_claim_batches_match_the_reference_model(harness: Harness, seed: i
         if not running:
             break
     assert await store.count_active() == 0
+
+
+@pytest.mark.parametrize("seed", range(1, 5))
+async def test_fifo_claims_take_the_head_of_a_large_queue(harness: Harness, seed: int) -> None:
+    """Uncapped actors on strict_fifo queues, many more jobs than a claim takes: each
+    claim is the model's head (the case adapters answer with a FIFO shortcut)."""
+    rng = random.Random(seed)
+    store = harness.store
+    ids = [
+        await enqueue(
+            store,
+            new_job(
+                actor=rng.choice(ACTORS),
+                queue=rng.choice(["q1", "q2"]),
+                priority=rng.choice([-3, 0, 0, 1, 7]),
+            ),
+            now=at(rng.randint(0, 9)),
+        )
+        for _ in range(80)
+    ]
+    now = at(10)
+    while True:
+        queues = rng.sample(["q1", "q2"], rng.randint(1, 2))
+        actors = rng.sample(ACTORS, rng.randint(1, len(ACTORS)))
+        limit = rng.randint(1, 7)
+        expected = await expected_claim(
+            store, ids, queues=queues, actors=actors, limit=limit, now=now
+        )
+        got = await claim(store, queues=queues, actors=actors, limit=limit, now=now)
+        assert by_id(got) == expected
+        for job in got:
+            await succeed(store, job.lease, now=now)
+        if not got and not await expected_claim(
+            store, ids, queues=["q1", "q2"], actors=ACTORS, limit=1, now=now
+        ):
+            break

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
+from taskq.adapters.memory.rows import JobRow
 from taskq.adapters.memory.store_base import OUTCOME_RELEASED, StoreCore, lease_until
+from taskq.domain.actor_config import QueueMode
 from taskq.domain.dispatch import DispatchCandidate, residual_capacity, select_for_dispatch
 from taskq.domain.job import ClaimedJob, Lease
 from taskq.domain.status import JobStatus
@@ -22,6 +25,28 @@ class ClaimOps(StoreCore):
             return []
         expires = lease_until(now, request.lease)
         queues, actors = set(request.queues), set(request.actors)
+        due = [
+            row
+            for row in self._db.rows_with_status(JobStatus.PENDING)
+            if row.queue in queues and row.actor in actors and row.scheduled_at <= now
+        ]
+        if not due:
+            return []
+        wanted = {row.actor for row in due}
+        max_concurrent = {
+            actor: config.max_concurrent
+            for actor in wanted
+            if (config := self._db.actor_configs.get(actor)) is not None
+        }
+        residual = residual_capacity(max_concurrent, self._db.running_counts(max_concurrent))
+        modes = self._db.queue_modes
+        if all(cap is None for cap in residual.values()) and not any(
+            modes.get(queue) is QueueMode.ROUND_ROBIN for queue in queues
+        ):
+            # No cap and no round-robin: the model is FIFO order, so only the first
+            # ``limit`` rows can be chosen (claim_fifo's shortcut in SQL). Without it
+            # every claim built and sorted a candidate for every pending job.
+            due = heapq.nsmallest(request.limit, due, key=_fifo_key)
         candidates = [
             DispatchCandidate(
                 id=row.id,
@@ -31,20 +56,10 @@ class ClaimOps(StoreCore):
                 scheduled_at=row.scheduled_at,
                 fairness_key=row.fairness_key,
             )
-            for row in self._db.rows_with_status(JobStatus.PENDING)
-            if row.queue in queues and row.actor in actors and row.scheduled_at <= now
+            for row in due
         ]
-        if not candidates:
-            return []
-        wanted = {c.actor for c in candidates}
-        max_concurrent = {
-            actor: config.max_concurrent
-            for actor in wanted
-            if (config := self._db.actor_configs.get(actor)) is not None
-        }
-        residual = residual_capacity(max_concurrent, self._db.running_counts(max_concurrent))
         chosen = select_for_dispatch(
-            candidates, modes=self._db.queue_modes, residual=residual, limit=request.limit
+            candidates, modes=modes, residual=residual, limit=request.limit
         )
         claimed: list[ClaimedJob] = []
         for candidate in chosen:
@@ -97,3 +112,7 @@ class ClaimOps(StoreCore):
                 row.clear_lock()
                 drained += 1
         return drained
+
+
+def _fifo_key(row: JobRow) -> tuple[int, datetime, int]:
+    return (-row.priority, row.scheduled_at, row.id)
