@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from psycopg import AsyncClientCursor
+from psycopg.rows import tuple_row
+from psycopg_pool import AsyncConnectionPool
 from tests.integration.client.client_actors import Pair, add
 from tests.integration.client.pools import CallerPool, caller_pool
 from tests.integration.worker.support import Database
@@ -61,3 +64,33 @@ async def test_enqueue_in_rolled_back_transaction_leaves_nothing(db: Database) -
         assert len(ids) == 4
         assert [job_id for job_id in ids if await client.get(job_id) is not None] == []
         assert await app.fetch_count(f"SELECT count(*) FROM {db.schema}.jobs") == 0
+
+
+@pytest.mark.parametrize("driver", ["psycopg"])
+async def test_psycopg_pool_with_its_own_cursor_and_row_factories(db: Database) -> None:
+    """A caller's psycopg pool whose connections bind client-side and return tuples: TaskQ
+    uses cursors of its own, so enqueue, reads and the caller's transaction all work,
+    and the caller's connections keep their factories."""
+    pool = AsyncConnectionPool(
+        db.dsn,
+        min_size=1,
+        max_size=2,
+        kwargs={"cursor_factory": AsyncClientCursor, "row_factory": tuple_row},
+        open=False,
+    )
+    await pool.open(wait=True)
+    try:
+        client = JobsClient.from_psycopg_pool(pool, schema=db.schema)
+        handle = await client.enqueue(add, Pair(a=1, b=2))
+        async with pool.connection() as conn, conn.transaction():
+            in_tx = await client.enqueue(add, Pair(a=3, b=4), connection=conn)
+            cur = await conn.execute("SELECT 1, 2")
+            assert isinstance(cur, AsyncClientCursor)
+            assert await cur.fetchone() == (1, 2)
+        jobs = [await client.get(h.job_id) for h in (handle, in_tx)]
+        assert [(j.status, j.payload) for j in jobs if j is not None] == [
+            (JobStatus.PENDING, {"a": 1, "b": 2}),
+            (JobStatus.PENDING, {"a": 3, "b": 4}),
+        ]
+    finally:
+        await pool.close()
