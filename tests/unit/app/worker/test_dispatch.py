@@ -389,3 +389,27 @@ async def test_a_lost_listen_session_is_restored_by_the_health_check(
     assert (await job(client, job_id)).status is JobStatus.SUCCEEDED
     assert notifier.reconnects == 1
     await run.stop()
+
+
+async def test_a_job_started_while_the_shutdown_forces_ends_cancelled_at_once(
+    backend: MemoryBackend, clock: FakeClock, client: MemoryQueueStore
+) -> None:
+    """Forced before its task existed: the task never runs, and its consumer still
+    writes ``cancelled`` right away instead of waiting for the shutdown to finish."""
+    run = WorkerRun(backend, clock, {"record": record})
+    job_id = (await client.enqueue(record.new_job({"n": 7}, now=clock.now()))).job_id
+    [claimed] = await run.store.claim(
+        ClaimRequest(
+            worker_id=run.worker.worker_id,
+            queues=["default"],
+            actors=["record"],
+            limit=1,
+            lease=timedelta(seconds=60),
+        )
+    )
+    run.state.shutdown_cancel = "forced"
+    async with open_dispatcher(run.state) as dispatcher:
+        await asyncio.wait_for(dispatcher.dispatch(claimed), timeout=5)
+    cancelled = await job(client, job_id)
+    assert cancelled.status is JobStatus.CANCELLED
+    assert RUNS[7] == 0
