@@ -7,6 +7,7 @@ import logging
 import random
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from datetime import timedelta
 from typing import Any, ClassVar
 
 import pytest
@@ -22,8 +23,9 @@ from taskq.app.worker.protocols import ActorLike
 from taskq.app.worker.runtime import _finish_flush
 from taskq.app.worker.start_marks import StartMarks
 from taskq.app.worker.state import WorkerState
-from taskq.domain.job import Job
+from taskq.domain.job import ClaimedJob, Job
 from taskq.ports.queue_store import QueueStore
+from taskq.ports.store_params import ClaimRequest
 
 
 class StoreProxy:
@@ -137,6 +139,21 @@ async def open_dispatcher(state: WorkerState) -> AsyncIterator[Dispatcher]:
             runners[0].cancel()
             await asyncio.gather(runners[0], return_exceptions=True)
             await completer.close(runners[1])
+
+
+async def claim_one(store: QueueStore, *, worker_id: str, queue: str, actor: str) -> ClaimedJob:
+    """Claim the one due job of ``actor`` on ``queue`` for ``worker_id`` (a 60 s lease), as
+    a claim the test makes itself rather than the worker's producer."""
+    [claimed] = await store.claim(
+        ClaimRequest(
+            worker_id=worker_id,
+            queues=[queue],
+            actors=[actor],
+            limit=1,
+            lease=timedelta(seconds=60),
+        )
+    )
+    return claimed
 
 
 async def job(store: MemoryQueueStore, job_id: int) -> Job:

@@ -11,6 +11,7 @@ import pytest
 from pydantic import BaseModel
 from tests.unit.app.worker.harness import (
     WorkerRun,
+    claim_one,
     events_named,
     fields,
     job,
@@ -26,7 +27,6 @@ from taskq.domain.job import NewJob
 from taskq.domain.outcomes import RetryAfter, Snooze
 from taskq.domain.retry import RetryPolicy
 from taskq.domain.status import JobStatus
-from taskq.ports.store_params import ClaimRequest
 
 
 class Item(BaseModel):
@@ -223,14 +223,8 @@ async def test_unknown_actor_is_released_and_logged(
     job_id = (await client.enqueue(NewJob(actor="ghost", payload={}))).job_id
     # A claim that (unlike the producer's) does not filter by actor, as a
     # misbehaving adapter or a registry changed under a claim would give us.
-    [claimed] = await run.store.claim(
-        ClaimRequest(
-            worker_id=run.worker.worker_id,
-            queues=["default"],
-            actors=["ghost"],
-            limit=1,
-            lease=timedelta(seconds=60),
-        )
+    claimed = await claim_one(
+        run.store, worker_id=run.worker.worker_id, queue="default", actor="ghost"
     )
     start = clock.now()
     async with open_dispatcher(run.state) as dispatcher:
@@ -398,14 +392,8 @@ async def test_a_job_started_while_the_shutdown_forces_ends_cancelled_at_once(
     writes ``cancelled`` right away instead of waiting for the shutdown to finish."""
     run = WorkerRun(backend, clock, {"record": record})
     job_id = (await client.enqueue(record.new_job({"n": 7}, now=clock.now()))).job_id
-    [claimed] = await run.store.claim(
-        ClaimRequest(
-            worker_id=run.worker.worker_id,
-            queues=["default"],
-            actors=["record"],
-            limit=1,
-            lease=timedelta(seconds=60),
-        )
+    claimed = await claim_one(
+        run.store, worker_id=run.worker.worker_id, queue="default", actor="record"
     )
     run.state.shutdown_cancel = "forced"
     async with open_dispatcher(run.state) as dispatcher:

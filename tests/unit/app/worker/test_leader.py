@@ -6,14 +6,21 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from pydantic import BaseModel
-from tests.unit.app.worker.harness import WorkerRun, events_named, fields, job, make_settings
+from tests.unit.app.worker.harness import (
+    WorkerRun,
+    claim_one,
+    events_named,
+    fields,
+    job,
+    make_settings,
+)
 
 from taskq.adapters.memory import FakeClock, MemoryBackend, MemoryQueueStore
 from taskq.app.actors import actor
 from taskq.app.worker import events
 from taskq.domain.job import NewJob
 from taskq.domain.status import JobStatus
-from taskq.ports.store_params import ClaimRequest, WorkerInfo
+from taskq.ports.store_params import WorkerInfo
 
 
 class Ping(BaseModel):
@@ -53,15 +60,7 @@ async def test_sweep_reclaims_a_dead_workers_job(
     await dead.register_worker(
         WorkerInfo(worker_id="dead", hostname="h", pid=1, queues=["default"])
     )
-    [claimed] = await dead.claim(
-        ClaimRequest(
-            worker_id="dead",
-            queues=["default"],
-            actors=["pong"],
-            limit=1,
-            lease=timedelta(seconds=60),
-        )
-    )
+    claimed = await claim_one(dead, worker_id="dead", queue="default", actor="pong")
     run = WorkerRun(backend, clock, REGISTRY)
     await run.start()
     assert (await job(client, job_id)).status is JobStatus.RUNNING

@@ -5,17 +5,22 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
-from datetime import timedelta
 
 import pytest
 from pydantic import BaseModel
-from tests.unit.app.worker.harness import WorkerRun, events_named, fields, job, make_settings
+from tests.unit.app.worker.harness import (
+    WorkerRun,
+    claim_one,
+    events_named,
+    fields,
+    job,
+    make_settings,
+)
 
 from taskq.adapters.memory import FakeClock, MemoryBackend, MemoryQueueStore
 from taskq.app.actors import actor
 from taskq.app.worker import events
 from taskq.domain.status import JobStatus
-from taskq.ports.store_params import ClaimRequest
 
 
 class Item(BaseModel):
@@ -56,15 +61,7 @@ async def test_a_job_claimed_for_the_worker_but_never_received_is_given_back(
     await run.start()
     job_id = (await client.enqueue(remote.new_job({"n": 1}, now=clock.now()))).job_id
     # The claim committed for this worker; its answer never reached it.
-    [lost] = await client.claim(
-        ClaimRequest(
-            worker_id=run.state.worker_id,
-            queues=["elsewhere"],
-            actors=["remote"],
-            limit=1,
-            lease=timedelta(seconds=60),
-        )
-    )
+    lost = await claim_one(client, worker_id=run.state.worker_id, queue="elsewhere", actor="remote")
     await run.advance(1)
     assert (await job(client, job_id)).status is JobStatus.RUNNING  # one beat: a suspect
     await run.advance(1)
