@@ -16,7 +16,7 @@ import pytest
 from contracts.provision import migrated_schema
 from tests.integration.adapters.pg_store_support import StoreDriver, counted_store
 
-from taskq.adapters.asyncpg.driver import render_store_queries
+from taskq.adapters.postgres.driver import render_store_queries
 from taskq.adapters.postgres.schema import Schema
 from taskq.adapters.postgres.store.finish import WRITE_PARAMS
 from taskq.domain.actor_config import ActorConfig

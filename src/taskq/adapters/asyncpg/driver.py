@@ -30,11 +30,9 @@ from taskq.adapters.postgres.driver import (
     Row,
     error_reason,
     sqlstate_error,
-    store_queries,
     translating,
 )
 from taskq.adapters.postgres.lane import Lane
-from taskq.adapters.postgres.schema import Schema
 from taskq.adapters.postgres.sql_loader import NumberedQuery
 from taskq.domain.errors import StoreUnavailable
 
@@ -46,11 +44,6 @@ AnyConnection: TypeAlias = "asyncpg.Connection[Any] | asyncpg.pool.PoolConnectio
 PoolConnection: TypeAlias = "asyncpg.pool.PoolConnectionProxy[Any]"
 
 _savepoints: Final = itertools.count(1)
-
-
-def render_store_queries(schema: Schema) -> Mapping[str, NumberedQuery]:
-    """Every store query rendered for asyncpg in ``schema``."""
-    return {name: query.numbered(schema) for name, query in store_queries().items()}
 
 
 def translation(exc: BaseException) -> BaseException | None:
@@ -263,6 +256,5 @@ __all__ = [
     "AsyncpgPoolDriver",
     "Connection",
     "Pool",
-    "render_store_queries",
     "translated",
 ]

@@ -18,7 +18,6 @@ from taskq.adapters.asyncpg.driver import (
     AsyncpgConnectionDriver,
     AsyncpgPoolDriver,
     Pool,
-    render_store_queries,
 )
 from taskq.adapters.asyncpg.pool import (
     DEFAULT_MAX_CACHED_STATEMENT_LIFETIME,
@@ -26,6 +25,7 @@ from taskq.adapters.asyncpg.pool import (
     PoolOptions,
     create_pool,
 )
+from taskq.adapters.postgres.driver import render_store_queries
 from taskq.adapters.postgres.schema import Schema
 from taskq.adapters.postgres.store import BoundEnqueuer, LockBudgets, PooledQueueStore
 

@@ -27,7 +27,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, contextmanager
 from typing import Any, Final, Protocol
 
-from taskq.adapters.postgres.sql_loader import Query, load_queries
+from taskq.adapters.postgres.schema import Schema
+from taskq.adapters.postgres.sql_loader import NumberedQuery, Query, load_queries
 from taskq.domain.errors import StoreUnavailable, TaskQError
 
 #: The query files the store core uses; a driver renders all of them once.
@@ -125,6 +126,12 @@ def store_queries() -> Mapping[str, Query]:
     return merged
 
 
+def render_store_queries(schema: Schema) -> Mapping[str, NumberedQuery]:
+    """Every store query with ``$n`` placeholders in ``schema``: what asyncpg runs, and
+    what psycopg's raw cursors run."""
+    return {name: query.numbered(schema) for name, query in store_queries().items()}
+
+
 #: A driver's map from its errors to domain errors or driver signals (None: not its to map).
 Translation = Callable[[BaseException], BaseException | None]
 
@@ -197,6 +204,7 @@ __all__ = [
     "Translation",
     "UniqueConflict",
     "error_reason",
+    "render_store_queries",
     "sqlstate_error",
     "store_queries",
     "translating",

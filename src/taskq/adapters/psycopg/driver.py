@@ -34,11 +34,9 @@ from taskq.adapters.postgres.driver import (
     Row,
     error_reason,
     sqlstate_error,
-    store_queries,
     translating,
 )
 from taskq.adapters.postgres.lane import Lane
-from taskq.adapters.postgres.schema import Schema
 from taskq.adapters.postgres.sql_loader import NumberedQuery
 from taskq.domain.errors import StoreUnavailable
 
@@ -47,11 +45,6 @@ Pool: TypeAlias = "AsyncConnectionPool[Any]"
 Connection: TypeAlias = "psycopg.AsyncConnection[Any]"
 
 _savepoints: Final = itertools.count(1)
-
-
-def render_store_queries(schema: Schema) -> Mapping[str, NumberedQuery]:
-    """Every store query rendered for psycopg's raw cursors in ``schema`` (``$n``)."""
-    return {name: query.numbered(schema) for name, query in store_queries().items()}
 
 
 def translation(exc: BaseException) -> BaseException | None:
@@ -341,6 +334,5 @@ __all__ = [
     "Pool",
     "PsycopgConnectionDriver",
     "PsycopgPoolDriver",
-    "render_store_queries",
     "translated",
 ]

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
+from taskq.adapters.postgres.driver import render_store_queries
 from taskq.adapters.postgres.schema import Schema
 from taskq.adapters.postgres.store import BoundEnqueuer, LockBudgets, PooledQueueStore
 from taskq.adapters.psycopg.driver import (
@@ -20,7 +21,6 @@ from taskq.adapters.psycopg.driver import (
     Pool,
     PsycopgConnectionDriver,
     PsycopgPoolDriver,
-    render_store_queries,
 )
 from taskq.adapters.psycopg.pool import (
     DEFAULT_PREPARE_THRESHOLD,
