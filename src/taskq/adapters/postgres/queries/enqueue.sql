@@ -89,33 +89,25 @@ SELECT (SELECT g.open FROM gate g) AS open,
 SELECT pg_notify(:channel::text, :wake_queue::text) AS woken
 
 -- name: insert_job
--- One job without keys (the common single enqueue): plain typed parameters, no arrays to expand; inserts nothing when a stored max_pending applies (the caller then takes the locked path).
-WITH req AS MATERIALIZED (
-    SELECT coalesce(:now::timestamptz, now()) AS now
-),
-ins AS (
-    INSERT INTO {schema}.jobs (
-        queue, actor, payload, status, priority, max_attempts, created_at, scheduled_at,
-        schedule_to_close, fairness_key, metadata, tags, trace_id, span_id
-    )
-    SELECT :queue::text, :actor::text, :payload::text::jsonb,
-           CASE WHEN :scheduled_at::timestamptz > r.now THEN 'scheduled' ELSE 'pending' END,
-           :priority::integer, :max_attempts::integer, r.now,
-           CASE WHEN :scheduled_at::timestamptz > r.now THEN :scheduled_at::timestamptz
-                ELSE r.now END,
-           :schedule_to_close::timestamptz, :fairness_key::text, :metadata::text::jsonb,
-           :tags::text[], :trace_id::text, :span_id::text
-    FROM req r
-    WHERE NOT EXISTS (
-        SELECT 1 FROM {schema}.actor_config ac
-        WHERE ac.actor = :actor::text AND ac.max_pending IS NOT NULL
-    )
-    RETURNING id
-),
-woken AS MATERIALIZED (
-    SELECT pg_notify(:channel::text, :queue::text) FROM ins
+-- One job without keys (the common single enqueue): plain typed parameters, no arrays to expand, no CTEs; no row when a stored max_pending applies (the caller then takes the locked path).
+-- The wake-up rides on RETURNING, so it goes out only when the row is written.
+INSERT INTO {schema}.jobs (
+    queue, actor, payload, status, priority, max_attempts, created_at, scheduled_at,
+    schedule_to_close, fairness_key, metadata, tags, trace_id, span_id
 )
-SELECT (SELECT i.id FROM ins i) AS inserted_id, (SELECT count(*) FROM woken) AS woken
+SELECT :queue::text, :actor::text, :payload::text::jsonb,
+       CASE WHEN :scheduled_at::timestamptz > coalesce(:now::timestamptz, now())
+            THEN 'scheduled' ELSE 'pending' END,
+       :priority::integer, :max_attempts::integer, coalesce(:now::timestamptz, now()),
+       -- greatest ignores a NULL scheduled_at: due now.
+       greatest(:scheduled_at::timestamptz, coalesce(:now::timestamptz, now())),
+       :schedule_to_close::timestamptz, :fairness_key::text, :metadata::text::jsonb,
+       :tags::text[], :trace_id::text, :span_id::text
+WHERE NOT EXISTS (
+    SELECT 1 FROM {schema}.actor_config ac
+    WHERE ac.actor = :actor::text AND ac.max_pending IS NOT NULL
+)
+RETURNING id AS inserted_id, pg_notify(:channel::text, :queue::text)::text AS woken
 
 -- name: insert_job_keyed
 -- One job with keys in one statement: a stored match wins; else ON CONFLICT DO NOTHING, which waits (bounded) for a racing insert and never fails.

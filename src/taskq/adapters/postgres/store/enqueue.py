@@ -221,16 +221,40 @@ class Enqueuer:
             with contextlib.suppress(StoreUnavailable):
                 await driver.fetchval("set_lock_timeout", lock_timeout=previous)
 
+    async def enqueue_one(self, driver: Driver, job: NewJob, now: datetime | None) -> EnqueueResult:
+        """:meth:`enqueue_many` of ``[job]`` on an unbound driver, straight to
+        ``insert_job`` for a plain job (the usual single enqueue)."""
+        check_aware(now)
+        if not _untimed(job):
+            _present_columns((job,))  # validates its timestamps
+        if _is_plain(job):
+            try:
+                one = await self._insert_one(driver, job, now)
+            except (UniqueConflict, TransientConflict):
+                pass  # the full path runs it again
+            else:
+                if isinstance(one, EnqueueResult):
+                    return one
+                # A stored max_pending applies: the locked path, without insert_job again.
+                return (await self._run(driver, [job], now, isolate=False, limited=True))[0]
+        return (await self._run(driver, [job], now, isolate=False))[0]
+
     async def _run(
-        self, driver: Driver, batch: Sequence[NewJob], now: datetime | None, *, isolate: bool
+        self,
+        driver: Driver,
+        batch: Sequence[NewJob],
+        now: datetime | None,
+        *,
+        isolate: bool,
+        limited: bool = False,
     ) -> list[EnqueueResult]:
         for _ in range(CONFLICT_RETRIES):
             try:
                 if isolate:
                     async with driver.transaction() as tx:
-                        outcome = await self._attempt(tx, batch, now)
+                        outcome = await self._attempt(tx, batch, now, limited=limited)
                 else:
-                    outcome = await self._attempt(driver, batch, now)
+                    outcome = await self._attempt(driver, batch, now, limited=limited)
             except (UniqueConflict, TransientConflict):
                 continue
             if isinstance(outcome, list):
@@ -238,8 +262,12 @@ class Enqueuer:
         raise _key_refusal(batch, "enqueue kept losing races for its keys; retry")
 
     async def _attempt(
-        self, driver: Driver, jobs: Sequence[NewJob], now: datetime | None
+        self, driver: Driver, jobs: Sequence[NewJob], now: datetime | None, *, limited: bool
     ) -> list[EnqueueResult] | _Miss:
+        """One try at the cheapest path; ``limited``: a stored max_pending is known to
+        apply, so straight to the locked path."""
+        if limited:
+            return await self._locked(driver, _listed(jobs), now)
         options = _options_of(jobs)
         if len(jobs) == 1 and _is_plain(jobs[0]):  # the usual single enqueue, checked first
             one = await self._insert_one(driver, jobs[0], now)
@@ -368,8 +396,7 @@ class Enqueuer:
             span_id=job.span_id,
             channel=self._schema.wake_channel,
         )
-        assert row is not None
-        if row["inserted_id"] is None:
+        if row is None:  # nothing written: a stored max_pending applies
             return _LIMITED
         return EnqueueResult(row["inserted_id"])
 

@@ -20,7 +20,7 @@ from taskq.adapters.postgres.store.reads import ReadOps
 from taskq.adapters.postgres.store.retention import RetentionOps
 from taskq.adapters.postgres.store.workers import WorkerOps
 from taskq.domain.job import EnqueueResult, NewJob
-from taskq.domain.storable import check_new_jobs
+from taskq.domain.storable import check_new_job, check_new_jobs
 from taskq.ports.store_params import (
     CAP_ADVISORY_LOCKS,
     CAP_DURABLE,
@@ -85,7 +85,9 @@ class PostgresQueueStore(
         await self._driver.fetchval("ping")
 
     async def enqueue(self, job: NewJob, *, now: datetime | None = None) -> EnqueueResult:
-        return (await self.enqueue_many([job], now=now))[0]
+        self._begin(now)
+        check_new_job(job)
+        return await self._enqueuer.enqueue_one(self._driver, job, now)
 
     async def enqueue_many(
         self, jobs: Sequence[NewJob], *, now: datetime | None = None
