@@ -39,7 +39,7 @@ from taskq.app.context import JobContext
 from taskq.app.di import DependencySpec, resolve_thread_locals
 from taskq.domain.actor_config import ActorConfig
 from taskq.domain.errors import ConfigurationError, PayloadValidationError, RegistryError
-from taskq.domain.job import DEFAULT_QUEUE, JSON, NewJob
+from taskq.domain.job import DEFAULT_QUEUE, JSON, NewJob, build_new_job
 from taskq.domain.limits import ConcurrencyLimit, RateLimit
 from taskq.domain.retry import RetryPolicy, deadline_at_enqueue
 from taskq.domain.storable import check_json_text
@@ -421,7 +421,7 @@ class ActorRef(Generic[P, R]):
         deadline = deadline_at_enqueue(retry, enqueued_at=now, schedule_to_close=schedule_to_close)
         if scheduled_at is not None:
             _check_aware(scheduled_at, "scheduled_at")
-        return NewJob(
+        return build_new_job(
             actor=self.name,
             queue=queue if queue is not None else self.queue,
             payload=dumped,

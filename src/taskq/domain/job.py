@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from typing import Any, overload
 
 from taskq.domain.cancel_phase import CancelPhase
+from taskq.domain.frozen import fast_constructor
 from taskq.domain.status import JobStatus
 
 #: JSON-compatible value (what payloads, results and metadata are made of).
@@ -193,6 +194,12 @@ class ClaimedJob:
     def snooze_count(self) -> int:
         value = self.metadata.get("snooze_count", 0)
         return value if isinstance(value, int) else 0
+
+
+#: ``NewJob(...)`` and ``ClaimedJob(...)`` for the hot paths (one per enqueued, one per
+#: claimed job): the same frozen objects at a third of the frozen ``__init__``'s cost.
+build_new_job = fast_constructor(NewJob)
+build_claimed_job = fast_constructor(ClaimedJob)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

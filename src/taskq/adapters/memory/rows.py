@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from taskq.domain.cancel_phase import CancelPhase
-from taskq.domain.job import JSON, AttemptRecord, ClaimedJob, Job, Lease
+from taskq.domain.job import JSON, AttemptRecord, ClaimedJob, Job, Lease, build_claimed_job
 from taskq.domain.status import JobStatus
 from taskq.domain.storable import check_json_text
 from taskq.ports.store_params import WorkerRecord
@@ -115,7 +115,7 @@ class JobRow:
 
     def to_claimed(self) -> ClaimedJob:
         assert self.lock_expires_at is not None, "only a running row can be handed out"
-        return ClaimedJob(
+        return build_claimed_job(
             id=self.id,
             queue=self.queue,
             actor=self.actor,

@@ -16,7 +16,7 @@ from typing import Any, Final, cast
 from taskq.adapters.postgres.driver import Row
 from taskq.domain.actor_config import ActorConfig
 from taskq.domain.cancel_phase import CancelPhase
-from taskq.domain.job import JSON, AttemptRecord, ClaimedJob, Job
+from taskq.domain.job import JSON, AttemptRecord, ClaimedJob, Job, build_claimed_job
 from taskq.domain.status import JobStatus
 from taskq.ports.store_params import WorkerRecord
 
@@ -165,7 +165,7 @@ def job_from_row(row: Row) -> Job:
 
 
 def claimed_from_row(row: Row) -> ClaimedJob:
-    return ClaimedJob(
+    return build_claimed_job(
         id=row["id"],
         queue=row["queue"],
         actor=row["actor"],
