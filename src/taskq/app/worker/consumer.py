@@ -9,6 +9,8 @@ Dispatch sequence of one job (the worker guide's, in order):
 3. payload validation: failure → ``failed``, never retried, message stored;
 4. DI scope + ``JobContext`` with a fresh ``cancel_event``;
 5. invocation in its own task (so a forced cancel never kills the consumer);
+   on Python 3.12+ the task starts eagerly: an actor that never suspends
+   is done when its task is created, without an event-loop turn;
 6. outcome → :func:`taskq.domain.retry.decide` → finish or reschedule,
    shielded from cancellation; ``LeaseLost`` is logged, never retried.
    Terminal writes are batched across consumers (group commit) and the
@@ -38,7 +40,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from functools import partial
 from typing import Any, Final
@@ -246,8 +248,21 @@ class Dispatcher:
         self, active: ActiveJob, payload: Any, ctx: JobContext[Any] | None
     ) -> tuple[Outcome, bool] | None:
         job, ref = active.job, active.ref
-        task = asyncio.create_task(self._invoke(ref, payload, ctx), name=f"taskq-job-{job.id}")
-        active.task = task
+        coro, name = self._invoke(ref, payload, ctx), f"taskq-job-{job.id}"
+        if (
+            _start_eagerly is not None
+            and not active.forced
+            and not self.state.shutdown_event.is_set()
+        ):
+            # Python 3.12+: the actor's first step runs now, in its own task; an actor that
+            # never suspends is done here, with no loop turn, no future and no wake-up.
+            task = _start_eagerly(asyncio.get_running_loop(), coro, name=name)
+            active.task = task
+            if task.done():
+                return _outcome_of(active, task)
+        else:
+            task = asyncio.create_task(coro, name=name)
+            active.task = task
         if active.forced:  # forced before the task existed
             task.cancel()
         if self.state.shutdown_event.is_set():
@@ -473,6 +488,12 @@ class Dispatcher:
         finally:
             state.writing.discard(job.id)
         return True
+
+
+#: ``asyncio.eager_task_factory`` (Python 3.12+): a task whose first step runs at creation.
+_start_eagerly: Final[Callable[..., asyncio.Task[Any]] | None] = getattr(
+    asyncio, "eager_task_factory", None
+)
 
 
 def _outcome_of(active: ActiveJob, task: asyncio.Task[Any]) -> tuple[Outcome, bool]:

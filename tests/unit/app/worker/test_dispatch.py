@@ -401,3 +401,63 @@ async def test_a_job_started_while_the_shutdown_forces_ends_cancelled_at_once(
     cancelled = await job(client, job_id)
     assert cancelled.status is JobStatus.CANCELLED
     assert RUNS[7] == 0
+
+
+TASKS: dict[int, tuple[str, asyncio.Task[object] | None]] = {}
+
+
+@actor
+async def whose_task(payload: Item) -> None:
+    """Records the task it runs in; odd payloads suspend first, even ones never do."""
+    if payload.n % 2:
+        await asyncio.sleep(0)
+    task = asyncio.current_task()
+    TASKS[payload.n] = (task.get_name() if task is not None else "", task)
+
+
+async def test_every_actor_runs_in_a_task_of_its_own(
+    backend: MemoryBackend, clock: FakeClock, client: MemoryQueueStore
+) -> None:
+    """An actor that never suspends (run at once where Python starts tasks eagerly) and
+    one that does both see their own task, not their consumer's: cancelling or timing
+    out "the current task" inside an actor touches that job alone."""
+    TASKS.clear()
+    ids = [
+        (await client.enqueue(whose_task.new_job({"n": n}, now=clock.now()))).job_id
+        for n in range(4)
+    ]
+    run = WorkerRun(backend, clock, {"whose_task": whose_task}, make_settings(max_concurrency=2))
+    await run.start()
+    await run.advance(1)
+    assert sorted(TASKS) == [0, 1, 2, 3]
+    for n, job_id in enumerate(ids):
+        assert TASKS[n][0] == f"taskq-job-{job_id}"
+    assert len({id(task) for _, task in TASKS.values()}) == 4
+    assert await run.stop() == 0
+
+
+@actor(retry=RetryPolicy(kind="non_retryable"))
+async def failing_group(payload: Item) -> None:
+    """A TaskGroup whose child fails cancels its parent task: the job's, nothing else."""
+
+    async def child() -> None:
+        raise ValueError(f"child {payload.n} failed")
+
+    async with asyncio.TaskGroup() as group:
+        group.create_task(child())
+
+
+async def test_a_task_group_failing_inside_an_actor_fails_that_job_only(
+    backend: MemoryBackend, clock: FakeClock, client: MemoryQueueStore
+) -> None:
+    bad = (await client.enqueue(failing_group.new_job({"n": 1}, now=clock.now()))).job_id
+    good = (await client.enqueue(record.new_job({"n": 2}, now=clock.now()))).job_id
+    registry = {"failing_group": failing_group, "record": record}
+    run = WorkerRun(backend, clock, registry, make_settings(max_concurrency=1))
+    await run.start()
+    await run.advance(1)
+    failed = await job(client, bad)
+    assert failed.status is JobStatus.FAILED
+    assert "ExceptionGroup" in (failed.last_error or "")
+    assert (await job(client, good)).status is JobStatus.SUCCEEDED
+    assert await run.stop() == 0

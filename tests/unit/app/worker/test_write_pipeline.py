@@ -27,10 +27,10 @@ from taskq.adapters.memory import FakeClock, MemoryBackend, MemoryQueueStore
 from taskq.app.actors import actor
 from taskq.app.worker import ExitCode, events
 from taskq.domain.errors import StoreUnavailable
-from taskq.domain.job import Lease
+from taskq.domain.job import ClaimedJob, Lease
 from taskq.domain.retry import RetryPolicy
 from taskq.domain.status import JobStatus
-from taskq.ports.store_params import Finish
+from taskq.ports.store_params import ClaimRequest, Finish
 
 
 class Num(BaseModel):
@@ -67,7 +67,8 @@ REGISTRY = {"count": count, "broken": broken}
 
 
 class GatedFinish(StoreProxy):
-    """The memory store whose finish_many waits for ``gate`` (a slow database).
+    """The memory store whose terminal writes wait for ``gate`` (a slow database):
+    ``finish_many``, and ``finish_and_claim`` (the writes that ride on a claim).
 
     ``apply_first``: the rows are written before the wait (committed, answer not back
     yet); otherwise the wait comes before the write. ``failures``: how many
@@ -98,6 +99,13 @@ class GatedFinish(StoreProxy):
             lost = await self._inner.finish_many(outcomes)
         self.landed.extend(o.lease.job_id for o in outcomes)
         return list(lost)
+
+    async def finish_and_claim(
+        self, finishes: Sequence[Finish], request: ClaimRequest
+    ) -> tuple[list[Lease], list[ClaimedJob]]:
+        # Which of the two carries a write depends on timing (a claim in flight or not).
+        lost = await self.finish_many(finishes)
+        return lost, await self._inner.claim(request)
 
 
 async def enqueue(client: MemoryQueueStore, clock: FakeClock, ref: Any, *ns: int) -> list[int]:
