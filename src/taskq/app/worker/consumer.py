@@ -89,6 +89,10 @@ WRITE_BACKLOG_PER_SLOT: Final = 4
 #: Seconds before a failed terminal write is sent again; doubles up to WRITE_RETRY_MAX.
 WRITE_RETRY_FIRST: Final = 0.5
 WRITE_RETRY_MAX: Final = 10.0
+#: ``asyncio.eager_task_factory`` (Python 3.12+): a task whose first step runs at creation.
+_start_eagerly: Final[Callable[..., asyncio.Task[Any]] | None] = getattr(
+    asyncio, "eager_task_factory", None
+)
 
 Completer = GroupCommit[Finish, bool]
 
@@ -257,12 +261,11 @@ class Dispatcher:
             # Python 3.12+: the actor's first step runs now, in its own task; an actor that
             # never suspends is done here, with no loop turn, no future and no wake-up.
             task = _start_eagerly(asyncio.get_running_loop(), coro, name=name)
-            active.task = task
-            if task.done():
-                return _outcome_of(active, task)
         else:
             task = asyncio.create_task(coro, name=name)
-            active.task = task
+        active.task = task
+        if task.done():  # only an eager task can be
+            return _outcome_of(active, task)
         if active.forced:  # forced before the task existed
             task.cancel()
         if self.state.shutdown_event.is_set():
@@ -488,12 +491,6 @@ class Dispatcher:
         finally:
             state.writing.discard(job.id)
         return True
-
-
-#: ``asyncio.eager_task_factory`` (Python 3.12+): a task whose first step runs at creation.
-_start_eagerly: Final[Callable[..., asyncio.Task[Any]] | None] = getattr(
-    asyncio, "eager_task_factory", None
-)
 
 
 def _outcome_of(active: ActiveJob, task: asyncio.Task[Any]) -> tuple[Outcome, bool]:
