@@ -227,7 +227,8 @@ class ActorRef(Generic[P, R]):
         """The JSON object stored for ``payload`` (a model instance or a dict that validates).
 
         The dump is validated again, as the worker will read it, so a payload
-        the worker would refuse is refused here, before anything is written.
+        the worker would refuse is refused here, before anything is written
+        (unless the payload is a dict equal to its dump: that validated already).
         """
         # pydantic-core directly (what model_validate / model_dump wrap, with their
         # defaults): half the cost. Any failure is redone below for its message.
@@ -237,7 +238,8 @@ class ActorRef(Generic[P, R]):
             dumped: dict[str, JSON] = type(model).__pydantic_serializer__.to_python(
                 model, mode="json"
             )
-            validate(dumped)
+            if dumped != payload or type(payload) is not dict:
+                validate(dumped)
         except (ValidationError, PydanticSerializationError):
             return self._dump_payload_checked(payload)
         return dumped
@@ -270,7 +272,10 @@ class ActorRef(Generic[P, R]):
         try:
             for payload in payloads:
                 value = to_python(validate(payload), mode="json")
-                validate(value)  # as the worker will read it
+                # As the worker will read it; a dump equal to the dict given validates as
+                # that dict just did, so only a dump that differs is validated again.
+                if value != payload or type(payload) is not dict:
+                    validate(value)
                 append(value)
         except (ValidationError, PydanticSerializationError):
             pass

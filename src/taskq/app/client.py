@@ -295,8 +295,7 @@ class JobsClient:
         # Every job shares first's options: stores may read them once.
         jobs = UniformJobs(first, ref.dump_payloads(batch))
         results = await self._enqueuer(connection).enqueue_many(jobs)
-        handle = self._handle
-        return [handle(ref, result) for result in results]
+        return JobHandle.for_results(results, store=self._store, ref=ref, clock=self._clock)
 
     def _enqueuer(self, connection: Any) -> JobEnqueuer:
         if connection is None:

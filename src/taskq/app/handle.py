@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, TypeVar
 
 from taskq.domain.errors import JobFailed, JobNotFound
-from taskq.domain.job import Job
+from taskq.domain.job import EnqueueResult, Job
 from taskq.domain.status import JobStatus
 from taskq.ports.clock import Clock
 from taskq.ports.queue_store import JobCanceller, JobReader
@@ -57,6 +58,8 @@ class JobHandle(Generic[R]):
     identity or idempotency key (this handle then points at that job).
     """
 
+    __slots__ = ("_clock", "_store", "actor", "job_id", "was_existing")
+
     def __init__(
         self,
         *,
@@ -71,6 +74,30 @@ class JobHandle(Generic[R]):
         self.actor = ref
         self.job_id = job_id
         self.was_existing = was_existing
+
+    @classmethod
+    def for_results(
+        cls,
+        results: Iterable[EnqueueResult],
+        *,
+        store: HandleStore,
+        ref: ActorRef[Any, R],
+        clock: Clock,
+    ) -> list[JobHandle[R]]:
+        """One handle per enqueue result, in order: what ``__init__`` builds, without a
+        keyword call per job (an ``enqueue_many`` of 10,000 jobs builds 10,000)."""
+        new = object.__new__
+        handles: list[JobHandle[R]] = []
+        append = handles.append
+        for result in results:
+            handle = new(cls)
+            handle._store = store
+            handle._clock = clock
+            handle.actor = ref
+            handle.job_id = result.job_id
+            handle.was_existing = result.was_existing
+            append(handle)
+        return handles
 
     def __repr__(self) -> str:
         existing = " existing" if self.was_existing else ""

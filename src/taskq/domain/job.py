@@ -117,6 +117,10 @@ class EnqueueResult:
     was_existing: bool = False
 
 
+#: ``EnqueueResult(...)`` for the hot paths (one per job of a bulk enqueue), as ``build_new_job``.
+build_enqueue_result = fast_constructor(EnqueueResult)
+
+
 @dataclass(frozen=True, slots=True)
 class Lease:
     """The right to write a running job's outcome: job id plus fencing token."""

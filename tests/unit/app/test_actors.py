@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from pydantic import BaseModel
+from pydantic import BaseModel, field_serializer, model_validator
 
 from taskq.app.actors import ActorRef, actor, load_registry, registry_from
 from taskq.app.context import JobContext
@@ -345,6 +345,61 @@ def test_dump_payload_revalidates_unvalidated_models() -> None:
     bogus = Email.model_construct(to=None)
     with pytest.raises(PayloadValidationError):
         send_email.dump_payload(bogus)
+
+
+class Renamed(BaseModel):
+    """Dumps a ``code`` above 1 as a string the model itself refuses: the worker could
+    not read it."""
+
+    code: int
+
+    @field_serializer("code")
+    def _as_text(self, code: int) -> int | str:
+        return code if code < 2 else f"#{code}"
+
+
+def test_dump_payloads_revalidates_a_dump_that_differs_from_the_dict_given() -> None:
+    """A dict whose dump is not itself (here a serializer rewrites a field) is validated
+    again as the worker will read it, and refused with its index, as dump_payload does."""
+
+    @actor
+    async def coded(payload: Renamed) -> None: ...
+
+    assert coded.dump_payloads([{"code": 1}]) == [{"code": 1}]
+    with pytest.raises(PayloadValidationError):
+        coded.dump_payload({"code": 2})
+    with pytest.raises(PayloadValidationError, match="payload #1"):
+        coded.dump_payloads([{"code": 1}, {"code": 2}])
+    with pytest.raises(PayloadValidationError, match="payload #0"):
+        coded.dump_payloads([Renamed(code=3)])
+
+
+def test_dump_payloads_validates_a_dict_equal_to_its_dump_once() -> None:
+    """The second validation is skipped only where it must give the first's answer: a
+    plain dict equal to its own dump. A model, or a dict that dumps differently, gets it."""
+    calls: list[object] = []
+
+    class Counted(BaseModel):
+        n: int
+
+        @model_validator(mode="before")
+        @classmethod
+        def _count(cls, value: object) -> object:
+            calls.append(value)
+            return value
+
+    @actor
+    async def counted(payload: Counted) -> None: ...
+
+    assert counted.dump_payloads([{"n": 1}, {"n": 2}]) == [{"n": 1}, {"n": 2}]
+    assert calls == [{"n": 1}, {"n": 2}]
+    model = Counted(n=4)
+    calls.clear()
+    assert counted.dump_payloads([{"n": "3"}, model]) == [{"n": 3}, {"n": 4}]
+    assert calls == [{"n": "3"}, {"n": 3}, {"n": 4}]  # 3 differs from "3"; a model's dump
+    calls.clear()
+    assert counted.dump_payloads([{"n": 5, "extra": 1}]) == [{"n": 5}]
+    assert len(calls) == 2  # an ignored key makes the dump differ
 
 
 @given(to=st.text(), subject=st.text(), count=st.integers())

@@ -226,6 +226,25 @@ async def test_enqueue_many_is_one_round_trip_in_order(backend: MemoryBackend) -
     assert payloads == [0, 1, 2, 3, 4]
 
 
+async def test_enqueue_many_handles_are_full_handles(
+    client: JobsClient, backend: MemoryBackend
+) -> None:
+    """Each handle of a batch is what enqueue returns: its job's id, was_existing from
+    the store, and wait() on the client's clock and store with the actor's result type."""
+    first = await client.enqueue(bill, Order(order_id=7), idempotency_key="k7")
+    handles = await client.enqueue_many(bill, [{"order_id": 1}, {"order_id": 2}])
+    again = await client.enqueue_many(bill, [Order(order_id=7)], idempotency_key="k7")
+    assert [type(h) for h in handles] == [JobHandle, JobHandle]
+    assert [h.was_existing for h in handles] == [False, False]
+    assert (again[0].job_id, again[0].was_existing) == (first.job_id, True)
+    assert handles[0].job_id != handles[1].job_id
+    assert all(h.actor is bill for h in [*handles, *again])
+    assert repr(handles[0]) == f"<JobHandle 'bill' job_id={handles[0].job_id}>"
+    assert await handles[1].status() is JobStatus.PENDING
+    await run_worker(backend, bill, result=Invoice(total=20))
+    assert await handles[1].wait(timeout=1) == Invoice(total=20)
+
+
 async def test_enqueue_many_validates_everything_first(backend: MemoryBackend) -> None:
     """One bad payload refuses the whole batch before any write, naming its index."""
     store = counting_store(backend)

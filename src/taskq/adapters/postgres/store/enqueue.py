@@ -56,7 +56,7 @@ from taskq.domain.errors import (
     StoreUnavailable,
     UniqueForLockTimeoutError,
 )
-from taskq.domain.job import JSON, EnqueueResult, NewJob, UniformJobs
+from taskq.domain.job import JSON, EnqueueResult, NewJob, UniformJobs, build_enqueue_result
 
 
 class _Miss(Enum):
@@ -280,7 +280,7 @@ class Enqueuer:
                 else:
                     ids = await self._insert(driver, _listed(jobs), now, check_limits=True)
                 if isinstance(ids, list):
-                    return [EnqueueResult(job_id) for job_id in ids]
+                    return [build_enqueue_result(job_id) for job_id in ids]
             elif len(jobs) == 1:
                 single = await self._insert_keyed(driver, jobs[0], now)
                 if isinstance(single, EnqueueResult):
@@ -398,7 +398,7 @@ class Enqueuer:
         )
         if row is None:  # nothing written: a stored max_pending applies
             return _LIMITED
-        return EnqueueResult(row["inserted_id"])
+        return build_enqueue_result(row["inserted_id"])
 
     async def _insert_keyed(
         self, driver: Driver, job: NewJob, now: datetime | None
