@@ -8,7 +8,7 @@ each see the same free capacity of a capped actor.
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import asyncpg
@@ -133,6 +133,66 @@ async def test_single_enqueue_is_one_statement_with_one_wake_up(
         assert woken == ["q1", "sentinel"]
     finally:
         await listener.close()
+
+
+#: The columns a fresh job's two insert statements must agree on (not id, not the clock).
+_INSERTED_COLUMNS = (
+    "queue, actor, payload, status::text, priority, attempt, max_attempts, fencing_token,"
+    " scheduled_at = created_at AS due_at_creation, started_at, finished_at, locked_by,"
+    " cancel_phase, schedule_to_close, fairness_key, identity_key, idempotency_key, metadata,"
+    " tags, result, last_error, trace_id, span_id"
+)
+
+
+async def test_a_job_setting_no_optional_column_takes_the_bare_insert(
+    dsn: str, schema: Schema, store: Any
+) -> None:
+    """A single job that sets no optional column runs insert_job_bare (six parameters,
+    defaults for the rest) and writes exactly the row insert_job writes for it; one
+    optional column set, or a clock given, takes insert_job."""
+    counted, calls = counted_store(store, schema)
+    bare = NewJob(actor="a", queue="q1", payload={"n": 1}, priority=3, max_attempts=7)
+    first = await counted.enqueue(bare)
+    assert calls.calls == ["insert_job_bare"]
+    calls.calls.clear()
+    await counted.enqueue(bare, now=datetime.now(UTC))
+    await counted.enqueue(NewJob(actor="a", queue="q1", payload={"n": 1}, trace_id="t"))
+    assert calls.calls == ["insert_job", "insert_job"]
+    conn = await asyncpg.connect(dsn)
+    try:
+        full_sql = render_store_queries(schema)["insert_job"]
+        second = await conn.fetchval(
+            full_sql.sql,
+            *full_sql.positional(
+                {
+                    "now": None,
+                    "queue": "q1",
+                    "actor": "a",
+                    "payload": '{"n": 1}',
+                    "priority": 3,
+                    "max_attempts": 7,
+                    "scheduled_at": None,
+                    "schedule_to_close": None,
+                    "fairness_key": None,
+                    "metadata": "{}",
+                    "tags": [],
+                    "trace_id": None,
+                    "span_id": None,
+                    "channel": schema.wake_channel,
+                }
+            ),
+        )
+        rows = await conn.fetch(
+            f"SELECT {_INSERTED_COLUMNS} FROM {schema.quoted}.jobs WHERE id = ANY($1::bigint[])"
+            " ORDER BY id",
+            [first.job_id, second],
+        )
+    finally:
+        await conn.close()
+    assert len(rows) == 2
+    assert dict(rows[0]) == dict(rows[1])
+    assert rows[0]["status"] == "pending"
+    assert rows[0]["due_at_creation"]
 
 
 async def test_concurrent_claims_never_exceed_max_concurrent(

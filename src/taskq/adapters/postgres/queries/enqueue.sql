@@ -109,6 +109,17 @@ WHERE NOT EXISTS (
 )
 RETURNING id AS inserted_id, pg_notify(:channel::text, :queue::text)::text AS woken
 
+-- name: insert_job_bare
+-- insert_job for a job that sets no optional column (no schedule, deadline, fairness key, metadata, tags or trace ids) on the database clock: the rest take their column defaults, so six parameters travel instead of fourteen (a single enqueue's statement costs the client about a third less to bind, the server less to parse).
+INSERT INTO {schema}.jobs (queue, actor, payload, status, priority, max_attempts)
+SELECT :queue::text, :actor::text, :payload::text::jsonb, 'pending', :priority::integer,
+       :max_attempts::integer
+WHERE NOT EXISTS (
+    SELECT 1 FROM {schema}.actor_config ac
+    WHERE ac.actor = :actor::text AND ac.max_pending IS NOT NULL
+)
+RETURNING id AS inserted_id, pg_notify(:channel::text, :queue::text)::text AS woken
+
 -- name: insert_job_keyed
 -- One job with keys in one statement: a stored match wins; else ON CONFLICT DO NOTHING, which waits (bounded) for a racing insert and never fails.
 WITH req AS MATERIALIZED (

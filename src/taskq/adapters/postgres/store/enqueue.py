@@ -4,7 +4,8 @@
   whole batch, which inserts nothing when a stored max_pending turns out to
   apply (then the locked path runs). A batch of exactly one such job runs
   ``insert_job`` instead: the same rules without the array expansion, which
-  costs the server more than the insert itself. A batch of
+  costs the server more than the insert itself (``insert_job_bare`` when the
+  job sets no optional column: fewer parameters to bind). A batch of
   :data:`COPY_MIN_JOBS` or more is written by ``COPY`` instead, about half
   the server's work per row: ``reserve_job_ids`` checks the same gate and
   takes the ids, the rows are copied (one statement, all or nothing), then
@@ -81,6 +82,19 @@ def _is_keyed(job: NewJob) -> bool:
 def _is_plain(job: NewJob) -> bool:
     """No keys and no max_pending literal: ``insert_job`` can write it alone."""
     return job.identity_key is None and job.idempotency_key is None and job.max_pending is None
+
+
+def _is_bare(job: NewJob) -> bool:
+    """No optional column set: ``insert_job_bare`` leaves them all to their defaults."""
+    return (
+        job.scheduled_at is None
+        and job.schedule_to_close is None
+        and job.fairness_key is None
+        and not job.metadata
+        and not job.tags
+        and job.trace_id is None
+        and job.span_id is None
+    )
 
 
 def _untimed(job: NewJob) -> bool:
@@ -379,6 +393,17 @@ class Enqueuer:
         self, driver: Driver, job: NewJob, now: datetime | None
     ) -> EnqueueResult | _Miss:
         """One job without keys (the usual single enqueue); its result, or LIMITED."""
+        if now is None and _is_bare(job):
+            row = await driver.fetchrow(
+                "insert_job_bare",
+                queue=job.queue,
+                actor=job.actor,
+                payload=dump_json_object(job.payload),
+                priority=job.priority,
+                max_attempts=job.max_attempts,
+                channel=self._schema.wake_channel,
+            )
+            return _LIMITED if row is None else build_enqueue_result(row["inserted_id"])
         row = await driver.fetchrow(
             "insert_job",
             now=now,
