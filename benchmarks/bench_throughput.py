@@ -16,8 +16,9 @@ Every measurement runs in its own fresh schema (TaskQ's migrated with
 (b) raw baseline: the same N rows COPY-loaded into a minimal table and drained
     by 16 concurrent claim-and-complete loops of 100 rows (--baseline-loops,
     --baseline-batch; never tied to C); single-row prepared INSERTs; COPY itself.
-(c) enqueue: ``client.enqueue`` one at a time vs the raw single INSERT;
-    ``client.enqueue_many`` in batches of 1,000 and 10,000.
+(c) enqueue: ``client.enqueue`` one at a time vs the raw single INSERT, the two
+    taking turns 250 calls at a time; ``client.enqueue_many`` in batches of 1,000
+    and 10,000.
 (d) enqueue→start latency: jobs enqueued one at a time, 10-20 ms apart, to an
     idle worker (the NOTIFY path); p50/p90/p99 of started_at - created_at.
 
@@ -179,7 +180,7 @@ class Round:
     """Everything one round measured: the baseline and TaskQ, one after the other."""
 
     raw: RawNumbers
-    singles: dict[str, float]
+    singles: dict[str, taskq_runs.SingleResult]
     bulks: dict[tuple[str, int], float]
     drains: dict[str, taskq_runs.DrainResult]
     plans: dict[str, taskq_runs.PlanResult]
@@ -192,7 +193,7 @@ async def measure_round(cfg: Config, number: int) -> Round:
     log(f"{prefix}raw baseline: COPY{drain} of {cfg.jobs} rows, {cfg.single_jobs} single INSERTs")
     raw = await run_baseline(cfg)
 
-    singles: dict[str, float] = {}
+    singles: dict[str, taskq_runs.SingleResult] = {}
     bulks: dict[tuple[str, int], float] = {}
     for driver in cfg.drivers:
         log(
@@ -330,9 +331,9 @@ def enqueue_rows(rounds: Sequence[Round]) -> list[Row]:
         rows.append(
             report.ratio_row(
                 f"(c) enqueue() one by one, {driver}",
-                [r.singles[driver] for r in rounds],
-                [r.raw.insert_rate for r in rounds],
-                "single INSERT",
+                [r.singles[driver].rate for r in rounds],
+                [r.singles[driver].raw_rate for r in rounds],
+                "single INSERT, in turns",
                 SINGLE_VS_RAW,
                 f">= {SINGLE_VS_RAW:.0%} of raw",
             )

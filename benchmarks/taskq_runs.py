@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Final
 
 import asyncpg
+import baseline
 import noop_actors
-from bench_support import DbSpan, Stopwatch, db_span, percentile, taskq_schema
+from bench_support import DbSpan, Stopwatch, db_span, percentile, plain_schema, taskq_schema
 
 from taskq import JobsClient
 from taskq.adapters.postgres.schema import Schema
@@ -120,18 +121,47 @@ async def _spawn(env: Mapping[str, str], args: list[str]) -> asyncio.subprocess.
 # -- enqueue -------------------------------------------------------------------------------
 
 
-async def enqueue_single(dsn: str, driver: str, n: int) -> float:
-    """jobs/s of ``n`` ``client.enqueue`` calls in a loop (after a short warm-up)."""
+#: Calls per turn when the single enqueue and the raw INSERT take turns.
+SINGLE_CHUNK: Final = 250
+
+
+@dataclass(frozen=True, slots=True)
+class SingleResult:
+    """``client.enqueue`` one at a time, and the raw single INSERT measured in turns with it."""
+
+    rate: float
+    raw_rate: float
+
+
+async def enqueue_single(dsn: str, driver: str, n: int) -> SingleResult:
+    """jobs/s of ``n`` ``client.enqueue`` calls, and of ``n`` raw single-row INSERTs.
+
+    The two take turns, ``SINGLE_CHUNK`` calls at a time (after a short
+    warm-up of each), so a machine that speeds up or slows down during the
+    run weighs on both alike: the ratio compares like with like.
+    """
     async with (
         taskq_schema(dsn, "enq1") as schema,
+        plain_schema(dsn, "enq1_raw") as raw_schema,
         JobsClient.connect(dsn, driver=driver, schema=schema) as client,
     ):
-        for i in range(min(50, n)):
-            await client.enqueue(noop_actors.noop, {"n": -i})
-        with Stopwatch() as sw:
-            for i in range(n):
-                await client.enqueue(noop_actors.noop, {"n": i})
-    return n / sw.seconds
+        conn = await asyncpg.connect(dsn)
+        try:
+            table = await baseline.create_table(conn, raw_schema)
+            await baseline.single_inserts(conn, table, min(50, n))
+            for i in range(min(50, n)):
+                await client.enqueue(noop_actors.noop, {"n": -i})
+            ours = raw = 0.0
+            for start in range(0, n, SINGLE_CHUNK):
+                count = min(SINGLE_CHUNK, n - start)
+                raw += await baseline.single_inserts(conn, table, count)
+                with Stopwatch() as sw:
+                    for i in range(start, start + count):
+                        await client.enqueue(noop_actors.noop, {"n": i})
+                ours += sw.seconds
+        finally:
+            await conn.close()
+    return SingleResult(n / ours, n / raw)
 
 
 async def enqueue_bulk(dsn: str, driver: str, n: int, batch: int) -> float:
