@@ -312,6 +312,8 @@ class Dispatcher:
         )
         # A job turned away before its actor ran (invalid payload, a limit) did not start.
         started_ago = self.marks.started_ago(active) if active.task is not None else None
+        if started_ago is not None:
+            state.claim_pace.job_ran(started_ago.total_seconds())
         state.active.remove(job.id)
         if active.abandon_queued or (
             isinstance(decision, Cancel)

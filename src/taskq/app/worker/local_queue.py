@@ -27,6 +27,7 @@ class LocalQueue(Generic[T]):
 
     Handed items (given to a waiting consumer that has not run yet) do not
     count against ``maxsize``: each belongs to one consumer, as a running job does.
+    Only an explicit ``overfill`` put queues past ``maxsize``.
     """
 
     def __init__(self, maxsize: int) -> None:
@@ -54,14 +55,16 @@ class LocalQueue(Generic[T]):
         return not self._items and not self._handed
 
     def free(self) -> int:
-        return self.maxsize - len(self._items)
+        """Slots left below ``maxsize`` (0 when it is overfilled)."""
+        return max(self.maxsize - len(self._items), 0)
 
-    def put_nowait(self, item: T) -> None:
+    def put_nowait(self, item: T, *, overfill: bool = False) -> None:
         """Hand ``item`` to a waiting consumer, else queue it; ``asyncio.QueueFull`` when
-        neither is possible (a producer bug)."""
+        neither is possible (a producer bug), unless ``overfill``: then it is queued past
+        ``maxsize`` (a claim made for slots the consumers were expected to free)."""
         if self._hand(item):
             return
-        if len(self._items) >= self.maxsize:
+        if len(self._items) >= self.maxsize and not overfill:
             raise asyncio.QueueFull(f"local queue is full ({self.maxsize})")
         self._items.append(item)
 

@@ -1,7 +1,10 @@
 """The producer: claims due jobs in batches and feeds the local queue.
 
-Each round claims at most as many jobs as the local queue has free slots
-(its size is ``max_concurrency``), only on this worker's queues and only for
+Each round claims as many jobs as the local queue has free slots (its size
+is ``max_concurrency``), plus the jobs its consumers are expected to finish
+while the claim is in flight (``state.claim_pace``: only when jobs are
+shorter than a claim, at most ``max_concurrency`` more; what does not fit
+waits in the queue past its size), only on this worker's queues and only for
 actors it has registered. A full batch means more work is probably waiting,
 so it claims again as soon as ``state.claim_threshold`` slots are free (half
 the queue: the consumers still have work meanwhile, and fewer, larger claims
@@ -45,11 +48,12 @@ async def run_producer(state: WorkerState) -> None:
             # Cleared before the claim: a wake-up arriving during it runs another round.
             state.wake.clear()
             state.slot_freed.clear()
-            claimed = await _claim(state, actors, free)
+            limit = free + state.claim_pace.ahead()
+            claimed = await _claim(state, actors, limit)
             if claimed is None:
                 await wait_event(state.clock, poll, *stops)
                 continue
-            full = claimed == free
+            full = claimed == limit
             if full and queue.free() >= threshold:
                 continue  # a full batch, and consumers made (or took) room: claim again
         if full:
@@ -83,6 +87,7 @@ async def _claim(state: WorkerState, actors: list[str], limit: int) -> int | Non
         carried = writes.take() if writes is not None else []
         if writes is not None:
             writes.hold()  # what is finished meanwhile waits for the next round
+        started = state.clock.monotonic()
         try:
             if carried:
                 lost, jobs = await state.store.finish_and_claim(
@@ -103,6 +108,7 @@ async def _claim(state: WorkerState, actors: list[str], limit: int) -> int | Non
         finally:
             if writes is not None:
                 writes.release()
+        state.claim_pace.claim_took(state.clock.monotonic() - started)
         if carried and writes is not None:
             not_held = set(lost)
             writes.settle(carried, [finish.lease in not_held for finish, _ in carried])
@@ -118,6 +124,7 @@ async def _claim(state: WorkerState, actors: list[str], limit: int) -> int | Non
                     fencing_token=job.fencing_token,
                 )
                 continue
-            # Never blocks: only the producer puts, and it asked for no more than the free slots.
-            state.local_queue.put_nowait(job)
+            # Never blocks: only the producer puts. Jobs claimed for slots the consumers were
+            # expected to free (claim_pace) wait past the queue's size if those are not free.
+            state.local_queue.put_nowait(job, overfill=True)
     return len(jobs)

@@ -12,6 +12,7 @@ from typing import Any, Literal, Protocol
 
 from taskq.app.settings import WorkerSettings
 from taskq.app.worker.batching import GroupCommit
+from taskq.app.worker.claim_pace import ClaimPace
 from taskq.app.worker.liveness import Liveness
 from taskq.app.worker.local_queue import LocalQueue
 from taskq.app.worker.ports import WorkerPorts
@@ -194,11 +195,14 @@ class WorkerState:
     #: The consumers' batched terminal writes; the producer sends them along with its claims.
     completer: GroupCommit[Finish, bool] | None = None
     local_queue: LocalQueue[ClaimedJob] = field(init=False)
+    #: Recent claim and job durations: how far ahead the producer claims.
+    claim_pace: ClaimPace = field(init=False)
     cancel_controller: CancelController = field(init=False)
     liveness: Liveness = field(init=False)
 
     def __post_init__(self) -> None:
         self.local_queue = LocalQueue(self.settings.max_concurrency)
+        self.claim_pace = ClaimPace(self.settings.max_concurrency)
         # Consumers waiting for a job return once the shutdown completes.
         self.shutdown_event.on_set(self.local_queue.close)
         self.cancel_controller = CancelController(

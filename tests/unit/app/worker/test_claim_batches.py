@@ -127,3 +127,75 @@ async def test_finished_jobs_travel_with_the_next_claim(
     for i in ids:
         assert [a.outcome for a in await client.attempts(i)] == ["succeeded"]
     assert await run.stop() == 0
+
+
+class TimedClaims(ClaimLog):
+    """Claims that take 10 ms on the worker's fake clock, as a round trip takes time."""
+
+    def __init__(self, inner: MemoryQueueStore, clock: FakeClock) -> None:
+        super().__init__(inner)
+        self.clock = clock
+        #: Jobs of the worker that were running or claimed when each claim returned.
+        self.held: list[int] = []
+
+    async def _held(self) -> int:
+        depths = await self._inner.queue_depths()
+        return sum(d.count for d in depths if d.status is JobStatus.RUNNING)
+
+    async def claim(self, request: ClaimRequest) -> list[ClaimedJob]:
+        self.clock.advance(0.01)
+        jobs = await super().claim(request)
+        self.held.append(await self._held())
+        return jobs
+
+    async def finish_and_claim(
+        self, finishes: Sequence[Finish], request: ClaimRequest
+    ) -> tuple[list[Lease], list[ClaimedJob]]:
+        self.clock.advance(0.01)
+        result = await super().finish_and_claim(finishes, request)
+        self.held.append(await self._held())
+        return result
+
+
+async def test_jobs_shorter_than_a_claim_are_claimed_ahead(
+    backend: MemoryBackend, clock: FakeClock, client: MemoryQueueStore
+) -> None:
+    """Jobs that finish before a claim returns (here in no time, claims in 10 ms): after
+    the first jobs ran, a claim also asks for the jobs the consumers finish meanwhile,
+    max_concurrency more; the worker never holds more than three times max_concurrency,
+    and every job runs exactly once."""
+    ids = [
+        (await client.enqueue(quick.new_job({"n": n}, now=clock.now()))).job_id for n in range(80)
+    ]
+    store = TimedClaims(backend.store(), clock)
+    settings = make_settings(max_concurrency=4, notify_enabled=False, poll_interval=60.0)
+    run = WorkerRun(backend, clock, {"quick": quick}, settings, store=store)
+    await run.start()
+    await clock.run_until_idle()
+    assert store.limits[0] == 4  # nothing known yet: the free slots only
+    assert max(store.limits) == 8, store.limits
+    assert max(store.held) <= 12, store.held
+    for i in ids:
+        assert [a.outcome for a in await client.attempts(i)] == ["succeeded"]
+    assert await run.stop() == 0
+
+
+async def test_jobs_longer_than_a_claim_are_claimed_for_free_slots_only(
+    backend: MemoryBackend, clock: FakeClock, client: MemoryQueueStore
+) -> None:
+    """Jobs that run a second against 10 ms claims: no claim asks beyond the local
+    queue's free slots, so the worker holds its consumers' jobs plus one queue's worth."""
+    for n in range(16):
+        await client.enqueue(gated.new_job({"n": n}, now=clock.now()))
+    store = TimedClaims(backend.store(), clock)
+    settings = make_settings(max_concurrency=4, notify_enabled=False, poll_interval=60.0)
+    run = WorkerRun(backend, clock, {"gated": gated}, settings, store=store)
+    await run.start()
+    for _ in range(16):
+        clock.advance(1.0)
+        GATE[0].release()
+        await clock.run_until_idle()
+    assert len(store.limits) > 3
+    assert max(store.limits) == 4, store.limits
+    assert max(store.held) <= 8, store.held
+    assert await run.stop() == 0

@@ -53,6 +53,24 @@ async def test_put_beyond_maxsize_raises_queue_full() -> None:
     assert queue.clear() == ["a", "b"]
 
 
+async def test_an_overfill_put_queues_past_maxsize() -> None:
+    """A claim made ahead may not fit: overfill queues it anyway, free() stays 0 until
+    the queue is below its size again, and the drain's clear() takes every item."""
+    queue = LocalQueue[str](2)
+    for item in "abcd":
+        queue.put_nowait(item, overfill=True)
+    assert (queue.qsize(), queue.free()) == (4, 0)
+    with pytest.raises(asyncio.QueueFull):
+        queue.put_nowait("e")
+    assert queue.get_nowait() == "a"
+    assert queue.get_nowait() == "b"
+    assert (queue.qsize(), queue.free()) == (2, 0)
+    assert queue.get_nowait() == "c"
+    assert queue.free() == 1
+    queue.put_nowait("e", overfill=True)
+    assert queue.clear() == ["d", "e"]
+
+
 async def test_get_nowait_on_an_empty_queue_returns_none() -> None:
     """No item: None at once, not an exception."""
     queue = LocalQueue[int](1)
