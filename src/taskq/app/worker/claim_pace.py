@@ -10,9 +10,11 @@ expected to finish while the claim is in flight, ``max_concurrency`` times
 (claim time / job time), at most ``max_concurrency`` more. What does not fit
 the queue when the claim returns waits in it past its size, as the worker
 guide's producer holds a batch while its ``put`` waits for room, and the
-producer claims nothing more until the queue is below its size again. So a
+producer claims nothing more until the queue is back within its size. So a
 worker holds at most ``max_concurrency`` running jobs plus twice that many
-claimed, and that only while its jobs are shorter than a claim.
+claimed, and that only while its jobs are shorter than a claim. The same
+estimate lets the next claim go out while the last batch still fills the
+queue: its slots free up before that claim returns.
 
 Both times are moving averages of the recent ones on the worker's clock. Until
 both have been seen (and whenever a claim took no time, as on a fake clock)

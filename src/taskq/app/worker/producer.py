@@ -3,15 +3,21 @@
 Each round claims as many jobs as the local queue has free slots (its size
 is ``max_concurrency``), plus the jobs its consumers are expected to finish
 while the claim is in flight (``state.claim_pace``: only when jobs are
-shorter than a claim, at most ``max_concurrency`` more; what does not fit
-waits in the queue past its size), only on this worker's queues and only for
-actors it has registered. A full batch means more work is probably waiting,
-so it claims again as soon as ``state.claim_threshold`` slots are free (half
-the queue: the consumers still have work meanwhile, and fewer, larger claims
-cost the database less); until then it waits for consumers to take jobs.
-Otherwise it sleeps until a wake-up (NOTIFY via the listener, or the
-leader's promotion of scheduled jobs) or the poll interval
-(``notify_poll_interval`` with NOTIFY on, else ``poll_interval``).
+shorter than a claim, at most ``max_concurrency`` more), only on this
+worker's queues and only for actors it has registered. What does not fit the
+queue when a claim returns waits in it past its size, and no claim goes out
+while it does: a worker holds at most ``max_concurrency`` running jobs and
+twice that many claimed.
+
+A full batch means more work is probably waiting, so it claims again as soon
+as ``state.claim_threshold`` slots are free (half the queue: the consumers
+still have work meanwhile, and fewer, larger claims cost the database less),
+counting the slots the consumers will free during the claim: with jobs
+shorter than a claim, the next one goes out as soon as the last returns, and
+its round trip overlaps the consumers' work on that batch. Until then it
+waits for consumers to take jobs. Otherwise it sleeps until a wake-up
+(NOTIFY via the listener, or the leader's promotion of scheduled jobs) or the
+poll interval (``notify_poll_interval`` with NOTIFY on, else ``poll_interval``).
 
 While claiming it holds ``state.claim_lock``, so the shutdown's drain never
 runs between a claim and the queueing of what it returned.
@@ -34,13 +40,12 @@ async def run_producer(state: WorkerState) -> None:
     settings = state.settings
     poll = settings.effective_poll_interval
     actors = sorted(state.registry)
-    queue = state.local_queue
     threshold = state.claim_threshold
     stops = (state.producer_stop, state.shutdown_event)
     while not (state.producer_stop.is_set() or state.shutdown_event.is_set()):
         state.liveness.tick("producer", poll)
-        free = queue.free()
-        if free < threshold:
+        room = _room(state)
+        if room < threshold:
             # Too few slots free at this instant, so an earlier slot_freed is stale.
             state.slot_freed.clear()
             full = True
@@ -48,13 +53,12 @@ async def run_producer(state: WorkerState) -> None:
             # Cleared before the claim: a wake-up arriving during it runs another round.
             state.wake.clear()
             state.slot_freed.clear()
-            limit = free + state.claim_pace.ahead()
-            claimed = await _claim(state, actors, limit)
+            claimed = await _claim(state, actors, room)
             if claimed is None:
                 await wait_event(state.clock, poll, *stops)
                 continue
-            full = claimed == limit
-            if full and queue.free() >= threshold:
+            full = claimed == room
+            if full and _room(state) >= threshold:
                 continue  # a full batch, and consumers made (or took) room: claim again
         if full:
             # More work is probably waiting: claim once consumers free enough slots.
@@ -63,6 +67,15 @@ async def run_producer(state: WorkerState) -> None:
             await wait_event(state.clock, poll, *stops, state.wake)
     state.liveness.forget("producer")
     await state.shutdown_event.wait()
+
+
+def _room(state: WorkerState) -> int:
+    """Jobs the next claim may ask for: the free slots, plus what the consumers will free
+    while it is in flight; none while the queue holds more than its size."""
+    queue = state.local_queue
+    if queue.qsize() > queue.maxsize:
+        return 0
+    return queue.free() + state.claim_pace.ahead()
 
 
 async def _claim(state: WorkerState, actors: list[str], limit: int) -> int | None:

@@ -11,6 +11,7 @@ from tests.unit.app.worker.harness import StoreProxy, WorkerRun, make_settings
 
 from taskq.adapters.memory import FakeClock, MemoryBackend, MemoryQueueStore
 from taskq.app.actors import actor
+from taskq.app.worker.local_queue import LocalQueue
 from taskq.domain.job import ClaimedJob, Lease
 from taskq.domain.status import JobStatus
 from taskq.ports.store_params import ClaimRequest, Finish
@@ -137,12 +138,20 @@ class TimedClaims(ClaimLog):
         self.clock = clock
         #: Jobs of the worker that were running or claimed when each claim returned.
         self.held: list[int] = []
+        #: The local queue's length when each claim started (set ``queue`` to record it).
+        self.queue: LocalQueue[ClaimedJob] | None = None
+        self.queued_at_start: list[int] = []
+
+    def _started(self) -> None:
+        if self.queue is not None:
+            self.queued_at_start.append(self.queue.qsize())
 
     async def _held(self) -> int:
         depths = await self._inner.queue_depths()
         return sum(d.count for d in depths if d.status is JobStatus.RUNNING)
 
     async def claim(self, request: ClaimRequest) -> list[ClaimedJob]:
+        self._started()
         self.clock.advance(0.01)
         jobs = await super().claim(request)
         self.held.append(await self._held())
@@ -151,6 +160,7 @@ class TimedClaims(ClaimLog):
     async def finish_and_claim(
         self, finishes: Sequence[Finish], request: ClaimRequest
     ) -> tuple[list[Lease], list[ClaimedJob]]:
+        self._started()
         self.clock.advance(0.01)
         result = await super().finish_and_claim(finishes, request)
         self.held.append(await self._held())
@@ -162,17 +172,20 @@ async def test_jobs_shorter_than_a_claim_are_claimed_ahead(
 ) -> None:
     """Jobs that finish before a claim returns (here in no time, claims in 10 ms): after
     the first jobs ran, a claim also asks for the jobs the consumers finish meanwhile,
-    max_concurrency more; the worker never holds more than three times max_concurrency,
-    and every job runs exactly once."""
+    max_concurrency more, and goes out while the last batch still fills the local queue
+    (its round trip overlaps the consumers' work); the worker never holds more than
+    three times max_concurrency, and every job runs exactly once."""
     ids = [
         (await client.enqueue(quick.new_job({"n": n}, now=clock.now()))).job_id for n in range(80)
     ]
     store = TimedClaims(backend.store(), clock)
     settings = make_settings(max_concurrency=4, notify_enabled=False, poll_interval=60.0)
     run = WorkerRun(backend, clock, {"quick": quick}, settings, store=store)
+    store.queue = run.state.local_queue
     await run.start()
     await clock.run_until_idle()
     assert store.limits[0] == 4  # nothing known yet: the free slots only
+    assert max(store.queued_at_start) == 4, store.queued_at_start
     assert max(store.limits) == 8, store.limits
     assert max(store.held) <= 12, store.held
     for i in ids:
@@ -190,6 +203,7 @@ async def test_jobs_longer_than_a_claim_are_claimed_for_free_slots_only(
     store = TimedClaims(backend.store(), clock)
     settings = make_settings(max_concurrency=4, notify_enabled=False, poll_interval=60.0)
     run = WorkerRun(backend, clock, {"gated": gated}, settings, store=store)
+    store.queue = run.state.local_queue
     await run.start()
     for _ in range(16):
         clock.advance(1.0)
@@ -198,4 +212,5 @@ async def test_jobs_longer_than_a_claim_are_claimed_for_free_slots_only(
     assert len(store.limits) > 3
     assert max(store.limits) == 4, store.limits
     assert max(store.held) <= 8, store.held
+    assert max(store.queued_at_start) <= 2  # a claim waits for half the queue to be free
     assert await run.stop() == 0
