@@ -84,6 +84,12 @@ def _check_positive(value: object, what: str, where: str) -> int | None:
     return value
 
 
+def _validated_as_given(payload: object, dumped: dict[str, JSON]) -> bool:
+    """True when ``dumped``, the JSON dump of ``payload``, needs no validation of its own:
+    it is a plain dict equal to it, and so validates as it just did."""
+    return type(payload) is dict and dumped == payload
+
+
 def _check_aware(value: datetime | None, what: str) -> datetime | None:
     if value is not None and (value.tzinfo is None or value.utcoffset() is None):
         raise ValueError(f"{what} must be timezone-aware, got {value!r}")
@@ -238,7 +244,7 @@ class ActorRef(Generic[P, R]):
             dumped: dict[str, JSON] = type(model).__pydantic_serializer__.to_python(
                 model, mode="json"
             )
-            if dumped != payload or type(payload) is not dict:
+            if not _validated_as_given(payload, dumped):
                 validate(dumped)
         except (ValidationError, PydanticSerializationError):
             return self._dump_payload_checked(payload)
@@ -272,10 +278,8 @@ class ActorRef(Generic[P, R]):
         try:
             for payload in payloads:
                 value = to_python(validate(payload), mode="json")
-                # As the worker will read it; a dump equal to the dict given validates as
-                # that dict just did, so only a dump that differs is validated again.
-                if value != payload or type(payload) is not dict:
-                    validate(value)
+                if not _validated_as_given(payload, value):
+                    validate(value)  # as the worker will read it
                 append(value)
         except (ValidationError, PydanticSerializationError):
             pass

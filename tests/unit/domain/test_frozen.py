@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from taskq.domain.frozen import fast_constructor
-from taskq.domain.job import ClaimedJob, NewJob
+from taskq.domain.job import ClaimedJob, EnqueueResult, NewJob
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +57,7 @@ def test_the_result_hashes_as_the_normal_one() -> None:
     assert hash(fast_constructor(Key)("k", 1)) == hash(Key("k", 1))
 
 
-@pytest.mark.parametrize("cls", [NewJob, ClaimedJob])
+@pytest.mark.parametrize("cls", [NewJob, ClaimedJob, EnqueueResult])
 def test_the_domain_records_it_is_used_for_switch_classes(cls: type) -> None:
     # A layout the interpreter will not switch would make fast_constructor return the
     # class itself: still correct, but not fast.

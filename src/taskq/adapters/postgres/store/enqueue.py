@@ -87,8 +87,7 @@ def _is_plain(job: NewJob) -> bool:
 def _is_bare(job: NewJob) -> bool:
     """No optional column set: ``insert_job_bare`` leaves them all to their defaults."""
     return (
-        job.scheduled_at is None
-        and job.schedule_to_close is None
+        _untimed(job)
         and job.fairness_key is None
         and not job.metadata
         and not job.tags
@@ -403,24 +402,24 @@ class Enqueuer:
                 max_attempts=job.max_attempts,
                 channel=self._schema.wake_channel,
             )
-            return _LIMITED if row is None else build_enqueue_result(row["inserted_id"])
-        row = await driver.fetchrow(
-            "insert_job",
-            now=now,
-            queue=job.queue,
-            actor=job.actor,
-            payload=dump_json_object(job.payload),
-            priority=job.priority,
-            max_attempts=job.max_attempts,
-            scheduled_at=job.scheduled_at,
-            schedule_to_close=job.schedule_to_close,
-            fairness_key=job.fairness_key,
-            metadata=dump_json_object(job.metadata),
-            tags=list(job.tags),
-            trace_id=job.trace_id,
-            span_id=job.span_id,
-            channel=self._schema.wake_channel,
-        )
+        else:
+            row = await driver.fetchrow(
+                "insert_job",
+                now=now,
+                queue=job.queue,
+                actor=job.actor,
+                payload=dump_json_object(job.payload),
+                priority=job.priority,
+                max_attempts=job.max_attempts,
+                scheduled_at=job.scheduled_at,
+                schedule_to_close=job.schedule_to_close,
+                fairness_key=job.fairness_key,
+                metadata=dump_json_object(job.metadata),
+                tags=list(job.tags),
+                trace_id=job.trace_id,
+                span_id=job.span_id,
+                channel=self._schema.wake_channel,
+            )
         if row is None:  # nothing written: a stored max_pending applies
             return _LIMITED
         return build_enqueue_result(row["inserted_id"])
