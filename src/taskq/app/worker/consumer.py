@@ -148,8 +148,8 @@ class Dispatcher:
 
     def _slot_taken(self) -> None:
         state = self.state
-        if not state.slot_freed.is_set() and state.local_queue.free() >= state.claim_threshold:
-            state.slot_freed.set()  # only a wake-up worth a claim
+        if not state.slot_freed.is_set() and state.claim_room() >= state.claim_threshold:
+            state.slot_freed.set()  # only a wake-up worth a claim (the producer's own rule)
 
     def _stop_waiting(self) -> None:
         """The shutdown is complete (or the worker isolated): stop waiting for running jobs.

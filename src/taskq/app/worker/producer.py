@@ -44,7 +44,7 @@ async def run_producer(state: WorkerState) -> None:
     stops = (state.producer_stop, state.shutdown_event)
     while not (state.producer_stop.is_set() or state.shutdown_event.is_set()):
         state.liveness.tick("producer", poll)
-        room = _room(state)
+        room = state.claim_room()
         if room < threshold:
             # Too few slots free at this instant, so an earlier slot_freed is stale.
             state.slot_freed.clear()
@@ -58,7 +58,7 @@ async def run_producer(state: WorkerState) -> None:
                 await wait_event(state.clock, poll, *stops)
                 continue
             full = claimed == room
-            if full and _room(state) >= threshold:
+            if full and state.claim_room() >= threshold:
                 continue  # a full batch, and consumers made (or took) room: claim again
         if full:
             # More work is probably waiting: claim once consumers free enough slots.
@@ -67,15 +67,6 @@ async def run_producer(state: WorkerState) -> None:
             await wait_event(state.clock, poll, *stops, state.wake)
     state.liveness.forget("producer")
     await state.shutdown_event.wait()
-
-
-def _room(state: WorkerState) -> int:
-    """Jobs the next claim may ask for: the free slots, plus what the consumers will free
-    while it is in flight; none while the queue holds more than its size."""
-    queue = state.local_queue
-    if queue.qsize() > queue.maxsize:
-        return 0
-    return queue.free() + state.claim_pace.ahead()
 
 
 async def _claim(state: WorkerState, actors: list[str], limit: int) -> int | None:

@@ -160,8 +160,8 @@ class WorkerState:
     producer_stop: LatchEvent = field(default_factory=LatchEvent)
     #: Set by the listener (a wake-up arrived) and by the leader's promotion.
     wake: LatchEvent = field(default_factory=LatchEvent)
-    #: Set by a consumer that took a job off the local queue and left at least
-    #: ``claim_threshold`` slots free.
+    #: Set by a consumer that took a job off the local queue and left room for a
+    #: claim worth making (``claim_room() >= claim_threshold``, the producer's rule).
     slot_freed: LatchEvent = field(default_factory=LatchEvent)
     #: Held by the producer while it claims, so a drain never races a claim.
     claim_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -244,6 +244,18 @@ class WorkerState:
         rows costs the database far less than many claims of one.
         """
         return max(1, self.local_queue.maxsize // 2)
+
+    def claim_room(self) -> int:
+        """Jobs the next claim may ask for: the free slots, plus what the consumers will
+        free while it is in flight; none while the queue holds more than its size.
+
+        The producer sizes its claims by it and the consumers wake the producer by it:
+        one rule, so neither waits for a claim the other would already make.
+        """
+        queue = self.local_queue
+        if queue.qsize() > queue.maxsize:
+            return 0
+        return queue.free() + self.claim_pace.ahead()
 
     @property
     def shutdown_in_progress(self) -> bool:

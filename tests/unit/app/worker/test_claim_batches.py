@@ -11,6 +11,7 @@ from tests.unit.app.worker.harness import StoreProxy, WorkerRun, make_settings
 
 from taskq.adapters.memory import FakeClock, MemoryBackend, MemoryQueueStore
 from taskq.app.actors import actor
+from taskq.app.worker.claim_pace import ClaimPace
 from taskq.app.worker.local_queue import LocalQueue
 from taskq.domain.job import ClaimedJob, Lease
 from taskq.domain.status import JobStatus
@@ -213,4 +214,44 @@ async def test_jobs_longer_than_a_claim_are_claimed_for_free_slots_only(
     assert max(store.limits) == 4, store.limits
     assert max(store.held) <= 8, store.held
     assert max(store.queued_at_start) <= 2  # a claim waits for half the queue to be free
+    assert await run.stop() == 0
+
+
+class SteadyPace(ClaimPace):
+    """Jobs always shorter than a claim: every claim asks ``concurrency`` ahead."""
+
+    def ahead(self) -> int:
+        return self.concurrency
+
+
+async def test_consumers_wake_the_producer_by_its_own_room_rule(
+    backend: MemoryBackend, clock: FakeClock, client: MemoryQueueStore
+) -> None:
+    """After a claim ahead overfills the local queue, the producer waits; the consumer
+    that brings the queue back to its size wakes it (the producer would claim then:
+    the free slots plus what the consumers will free), not only once half the queue
+    is free."""
+    for n in range(40):
+        await client.enqueue(gated.new_job({"n": n}, now=clock.now()))
+    store = ClaimLog(backend.store())
+    settings = make_settings(max_concurrency=4, notify_enabled=False, poll_interval=60.0)
+    run = WorkerRun(backend, clock, {"gated": gated}, settings, store=store)
+    run.state.claim_pace = SteadyPace(4)
+    await run.start()
+    await clock.run_until_idle()
+    queue = run.state.local_queue
+    # Four running, the queue over its size after a claim of its free slots plus four.
+    assert store.limits == [8, 4], store.limits
+    assert queue.qsize() == 8
+    for _ in range(3):
+        GATE[0].release()
+    await clock.run_until_idle()
+    assert store.limits == [8, 4], store.limits  # still over its size: no claim
+    GATE[0].release()
+    await clock.run_until_idle()
+    assert store.limits == [8, 4, 4], store.limits  # back to its size: claim ahead
+    assert queue.qsize() == 8
+    for _ in range(40):
+        GATE[0].release()
+    await clock.run_until_idle()
     assert await run.stop() == 0
