@@ -338,6 +338,18 @@ def enqueue_rows(rounds: Sequence[Round]) -> list[Row]:
                 f">= {SINGLE_VS_RAW:.0%} of raw",
             )
         )
+    singles = [single for r in rounds for single in r.singles.values()]
+    if singles:
+        # What the server's share allows: the same statement with no client work.
+        rows.append(
+            report.ratio_row(
+                "(c) its INSERT alone, prepared, no client",
+                [single.statement_rate for single in singles],
+                [single.raw_rate for single in singles],
+                "single INSERT, in turns",
+                None,
+            )
+        )
     for driver, batch in rounds[0].bulks:
         value = median([r.bulks[(driver, batch)] for r in rounds])
         ratio = median([r.bulks[(driver, batch)] / r.raw.copy_rate for r in rounds])

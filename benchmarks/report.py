@@ -58,10 +58,11 @@ def ratio_row(
     values: Sequence[float],
     baselines: Sequence[float],
     baseline_label: str,
-    need: float,
-    target: str,
+    need: float | None,
+    target: str = "",
 ) -> Row:
-    """A row judged by the median over rounds of ``value / baseline >= need``.
+    """A row judged by the median over rounds of ``value / baseline >= need``
+    (``need`` None: an info row, shown for context).
 
     ``values[i]`` and ``baselines[i]`` were measured in the same round, side
     by side, so each ratio compares numbers taken under the same load; the
@@ -78,7 +79,7 @@ def ratio_row(
         f"{rate(median(baselines))} ({baseline_label})",
         shown,
         target,
-        passed=not math.isnan(ratio) and ratio >= need,
+        passed=None if need is None else not math.isnan(ratio) and ratio >= need,
     )
 
 

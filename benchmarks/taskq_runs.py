@@ -13,7 +13,7 @@ import random
 import re
 import signal
 import sys
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -127,10 +127,16 @@ SINGLE_CHUNK: Final = 250
 
 @dataclass(frozen=True, slots=True)
 class SingleResult:
-    """``client.enqueue`` one at a time, and the raw single INSERT measured in turns with it."""
+    """``client.enqueue`` one at a time, and the raw single INSERT measured in turns with it.
+
+    ``statement_rate``: the store's own INSERT (``insert_job_bare``) prepared on
+    the raw INSERT's bare connection, in the same turns: the server's share of a
+    single enqueue, with no client work but the baseline's.
+    """
 
     rate: float
     raw_rate: float
+    statement_rate: float
 
 
 async def enqueue_single(dsn: str, driver: str, n: int) -> SingleResult:
@@ -148,20 +154,52 @@ async def enqueue_single(dsn: str, driver: str, n: int) -> SingleResult:
         conn = await asyncpg.connect(dsn)
         try:
             table = await baseline.create_table(conn, raw_schema)
+            statement = await _bare_insert(conn, schema)
             await baseline.single_inserts(conn, table, min(50, n))
+            await statement(min(50, n))
             for i in range(min(50, n)):
                 await client.enqueue(noop_actors.noop, {"n": -i})
-            ours = raw = 0.0
+            ours = raw = alone = 0.0
             for start in range(0, n, SINGLE_CHUNK):
                 count = min(SINGLE_CHUNK, n - start)
                 raw += await baseline.single_inserts(conn, table, count)
+                alone += await statement(count)
                 with Stopwatch() as sw:
                     for i in range(start, start + count):
                         await client.enqueue(noop_actors.noop, {"n": i})
                 ours += sw.seconds
         finally:
             await conn.close()
-    return SingleResult(n / ours, n / raw)
+    return SingleResult(n / ours, n / raw, n / alone)
+
+
+async def _bare_insert(conn: asyncpg.Connection, schema: str) -> Callable[[int], Awaitable[float]]:
+    """The store's single-enqueue INSERT prepared on ``conn``: runs it ``count`` times
+    (a no-op job each, as ``client.enqueue`` writes it) and returns the seconds."""
+    names = Schema(schema)
+    query = numbered_queries("enqueue", names)["insert_job_bare"]
+    prepared = await conn.prepare(query.sql)
+
+    async def run(count: int) -> float:
+        args = [
+            query.positional(
+                {
+                    "queue": noop_actors.QUEUE,
+                    "actor": noop_actors.noop.name,
+                    "payload": f'{{"n":{i}}}',
+                    "priority": 0,
+                    "max_attempts": None,
+                    "channel": names.wake_channel,
+                }
+            )
+            for i in range(count)
+        ]
+        with Stopwatch() as sw:
+            for arg in args:
+                await prepared.fetchrow(*arg)
+        return sw.seconds
+
+    return run
 
 
 async def enqueue_bulk(dsn: str, driver: str, n: int, batch: int) -> float:
