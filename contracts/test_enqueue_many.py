@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from contracts.harness import EPOCH, Harness
-from contracts.helpers import Inbox, at, enqueue, get, new_job
+from contracts.helpers import Inbox, at, claim, enqueue, get, new_job
 from taskq.domain.errors import MaxPendingExceeded
 from taskq.domain.job import EnqueueResult
 from taskq.domain.status import JobStatus
@@ -139,6 +139,21 @@ async def test_batch_is_all_or_nothing_on_max_pending(harness: Harness) -> None:
     results = await store.enqueue_many([new_job("a"), new_job("b")], now=EPOCH)
     assert len(results) == 2
     assert await store.count_active() == 3
+
+
+async def test_a_refused_batch_leaves_nothing_to_claim(harness: Harness) -> None:
+    """Jobs of a refused batch are never claimed, even those before the refused one;
+    a claim finds exactly the jobs enqueued around it, in order."""
+    store = harness.store
+    first = await enqueue(store, new_job("c", max_pending=1))
+    with pytest.raises(MaxPendingExceeded):
+        await store.enqueue_many(
+            [new_job("a", priority=5), new_job("c", max_pending=1), new_job("b", priority=5)],
+            now=EPOCH,
+        )
+    last = await enqueue(store, new_job("b"))
+    assert [job.id for job in await claim(store)] == [first, last]
+    assert await claim(store) == []
 
 
 async def test_max_pending_counts_jobs_earlier_in_the_batch(harness: Harness) -> None:

@@ -13,9 +13,12 @@ with another claim).
 
 from __future__ import annotations
 
+import bisect
+import heapq
 import itertools
 from collections import Counter
 from collections.abc import Iterable, Iterator
+from datetime import datetime
 
 from taskq.adapters.memory.hub import NotifyHub
 from taskq.adapters.memory.leader_lock import MemoryLeaderLock
@@ -30,6 +33,13 @@ from taskq.domain.status import TERMINAL, WAITING, JobStatus, check_transition
 from taskq.ports.clock import Clock
 
 _ACTIVE = (JobStatus.PENDING, JobStatus.SCHEDULED, JobStatus.RUNNING)
+
+#: A pending row's place in its queue: the dispatch order (priority first, then due time, id).
+DispatchKey = tuple[int, datetime, int]
+
+
+def dispatch_key(row: JobRow) -> DispatchKey:
+    return (-row.priority, row.scheduled_at, row.id)
 
 
 class MemoryBackend:
@@ -64,6 +74,9 @@ class MemoryBackend:
         self._running: Counter[str] = Counter()  # running per actor
         self._identity: dict[tuple[str, str], int] = {}  # active jobs only
         self._idempotency: dict[tuple[str, str], int] = {}  # every stored job
+        # Pending rows per queue in dispatch order (jobs_dispatch_idx): a claim reads the
+        # head of its queues instead of sorting every pending row.
+        self._pending: dict[str, list[DispatchKey]] = {}
 
     def __repr__(self) -> str:
         counts = ", ".join(f"{s.value}={len(ids)}" for s, ids in self._by_status.items() if ids)
@@ -127,6 +140,7 @@ class MemoryBackend:
         self.jobs[row.id] = row
         self._by_status[row.status].add(row.id)
         self._count(row, +1)
+        self._index(row, +1)
         if row.identity_key is not None:
             self._identity[(row.actor, row.identity_key)] = row.id
         if row.idempotency_key is not None:
@@ -136,10 +150,12 @@ class MemoryBackend:
         """Change ``row``'s status along a legal transition (raises ``IllegalTransition``)."""
         check_transition(row.status, status)
         self._count(row, -1)
+        self._index(row, -1)
         self._by_status[row.status].discard(row.id)
         row.status = status
         self._by_status[status].add(row.id)
         self._count(row, +1)
+        self._index(row, +1)
         if status in TERMINAL and row.identity_key is not None:
             key = (row.actor, row.identity_key)
             if self._identity.get(key) == row.id:
@@ -151,6 +167,7 @@ class MemoryBackend:
         assert row.status in WAITING
         self._by_status[row.status].discard(job_id)
         self._count(row, -1)
+        self._index(row, -1)
         for index, key in (
             (self._identity, row.identity_key),
             (self._idempotency, row.idempotency_key),
@@ -174,6 +191,16 @@ class MemoryBackend:
         ids = sorted(itertools.chain.from_iterable(self._by_status[s] for s in statuses))
         return (self.jobs[i] for i in ids)
 
+    def pending_in_dispatch_order(self, queues: Iterable[str]) -> Iterator[JobRow]:
+        """Pending rows of ``queues``, in dispatch order across them.
+
+        Read lazily (a claim stops once it has what it needs): move none of them
+        before the iteration ends.
+        """
+        keys = [self._pending[q] for q in set(queues) if self._pending.get(q)]
+        ordered = iter(keys[0]) if len(keys) == 1 else heapq.merge(*keys)
+        return (self.jobs[key[2]] for key in ordered)
+
     def active_rows(self) -> Iterator[JobRow]:
         return self.rows_with_status(*_ACTIVE)
 
@@ -194,6 +221,23 @@ class MemoryBackend:
     def record_attempt(self, record: AttemptRecord) -> None:
         self.attempts.setdefault(record.job_id, []).append(record)
 
+    def _index(self, row: JobRow, delta: int) -> None:
+        """Enter (``+1``) or leave (``-1``) the pending index when ``row`` is pending.
+
+        Its key must not change while it is in: a row's priority and queue never do,
+        and its ``scheduled_at`` is set before it moves to pending.
+        """
+        if row.status is not JobStatus.PENDING:
+            return
+        keys = self._pending.setdefault(row.queue, [])
+        key = dispatch_key(row)
+        if delta > 0:
+            bisect.insort(keys, key)
+            return
+        at = bisect.bisect_left(keys, key)
+        assert keys[at] == key, f"job {row.id} is not in the pending index under {key}"
+        del keys[at]
+
     def _count(self, row: JobRow, delta: int) -> None:
         if row.status in WAITING:
             self._waiting[row.actor] += delta
@@ -201,4 +245,4 @@ class MemoryBackend:
             self._running[row.actor] += delta
 
 
-__all__ = ["MemoryBackend"]
+__all__ = ["DispatchKey", "MemoryBackend", "dispatch_key"]

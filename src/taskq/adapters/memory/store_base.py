@@ -114,12 +114,13 @@ class StoreCore:
         ``scheduled_at = now``, as a fresh enqueue would be; otherwise it is
         scheduled at ``run_at``.
         """
+        # scheduled_at first: it is part of a pending row's key in the dispatch index.
         if run_at <= now:
-            self._db.move(row, JobStatus.PENDING)
             row.scheduled_at = now
+            self._db.move(row, JobStatus.PENDING)
         else:
-            self._db.move(row, JobStatus.SCHEDULED)
             row.scheduled_at = run_at
+            self._db.move(row, JobStatus.SCHEDULED)
         if refund_attempt:
             row.attempt = max(row.attempt - 1, 0)
         row.clear_lock()

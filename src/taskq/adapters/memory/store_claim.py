@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import heapq
+import itertools
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from taskq.adapters.memory.rows import JobRow
 from taskq.adapters.memory.store_base import OUTCOME_RELEASED, StoreCore, lease_until
 from taskq.domain.actor_config import QueueMode
 from taskq.domain.dispatch import DispatchCandidate, residual_capacity, select_for_dispatch
@@ -25,28 +24,29 @@ class ClaimOps(StoreCore):
             return []
         expires = lease_until(now, request.lease)
         queues, actors = set(request.queues), set(request.actors)
-        due = [
-            row
-            for row in self._db.rows_with_status(JobStatus.PENDING)
-            if row.queue in queues and row.actor in actors and row.scheduled_at <= now
-        ]
-        if not due:
-            return []
-        wanted = {row.actor for row in due}
         max_concurrent = {
             actor: config.max_concurrent
-            for actor in wanted
+            for actor in actors
             if (config := self._db.actor_configs.get(actor)) is not None
         }
         residual = residual_capacity(max_concurrent, self._db.running_counts(max_concurrent))
         modes = self._db.queue_modes
+        due_rows = (
+            row
+            for row in self._db.pending_in_dispatch_order(queues)
+            if row.actor in actors and row.scheduled_at <= now
+        )
         if all(cap is None for cap in residual.values()) and not any(
             modes.get(queue) is QueueMode.ROUND_ROBIN for queue in queues
         ):
             # No cap and no round-robin: the model is FIFO order, so only the first
-            # ``limit`` rows can be chosen (claim_fifo's shortcut in SQL). Without it
-            # every claim built and sorted a candidate for every pending job.
-            due = heapq.nsmallest(request.limit, due, key=_fifo_key)
+            # ``limit`` due rows can be chosen (claim_fifo's shortcut in SQL), read from
+            # the head of the dispatch index.
+            due = list(itertools.islice(due_rows, request.limit))
+        else:
+            due = list(due_rows)
+        if not due:
+            return []
         candidates = [
             DispatchCandidate(
                 id=row.id,
@@ -112,7 +112,3 @@ class ClaimOps(StoreCore):
                 row.clear_lock()
                 drained += 1
         return drained
-
-
-def _fifo_key(row: JobRow) -> tuple[int, datetime, int]:
-    return (-row.priority, row.scheduled_at, row.id)
