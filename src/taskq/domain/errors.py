@@ -9,7 +9,8 @@ domain errors::
     │   ├── SettingsInvariantError        (cross-field timing rules; names the variables)
     │   ├── InvalidIdentifierError        (schema names and other SQL identifiers)
     │   ├── RegistryError                 (actor registry of the wrong shape)
-    │   └── MigrationError                (migration files and applied history disagree)
+    │   ├── MigrationError                (migration files and applied history disagree)
+    │   └── SchemaNotMigrated             (the database lacks a table, column or type)
     ├── ActorError
     │   ├── UnknownActorError
     │   └── ActorSignatureError
@@ -96,6 +97,15 @@ class MigrationError(ConfigurationError):
     file), the database holds a migration this version does not know, the
     migration files are malformed, a target is unknown, or a migration's SQL
     fails (its transaction is rolled back; earlier migrations stay applied).
+    """
+
+
+class SchemaNotMigrated(ConfigurationError):
+    """A statement needs a table, column or type the database does not have.
+
+    The TaskQ schema named by ``TASKQ_SCHEMA_NAME`` is missing, was never
+    migrated, or is older than this version of TaskQ: run ``taskq migrate up``.
+    The message keeps the server's own words (which object is missing).
     """
 
 

@@ -63,3 +63,13 @@ async def test_unreachable_database_is_refused(db: Database, workers: WorkerSpaw
     proc = workers.start(db.worker_env(TASKQ_PG_DSN=UNREACHABLE_DSN))
     line = assert_refused(proc, await proc.wait(within=30), "127.0.0.1")
     print(line)
+
+
+async def test_unmigrated_schema_is_refused(db: Database, workers: WorkerSpawner) -> None:
+    """A schema that was never migrated exits 1 with one line that names the missing
+    table and says how to migrate, no traceback."""
+    proc = workers.start(db.worker_env(TASKQ_SCHEMA_NAME=f"{db.schema}_never_migrated"))
+    line = assert_refused(
+        proc, await proc.wait(within=30), f"{db.schema}_never_migrated", "taskq migrate up"
+    )
+    print(line)

@@ -35,6 +35,7 @@ PUBLIC_API = [
     "PayloadValidationError",
     "RateLimit",
     "RegistryError",
+    "SchemaNotMigrated",
     "RetryAfter",
     "RetryPolicy",
     "Scope",

@@ -14,7 +14,9 @@ signals below, all ``from`` the driver's own exception:
 - a unique index refused a row (23505) → :class:`UniqueConflict`;
 - deadlock or serialization failure (40P01, 40001) → :class:`TransientConflict`;
 - a value the database cannot store (class 22, check violations 23514)
-  → ``ValueError``, as the memory adapter raises for unstorable values.
+  → ``ValueError``, as the memory adapter raises for unstorable values;
+- a missing schema, table, column, function or type (the schema was never
+  migrated, or is older than this TaskQ) → :class:`~taskq.domain.errors.SchemaNotMigrated`.
 
 The core turns the internal signals into the matching domain error (a lock
 timeout while waiting for the max_pending lock is ``MaxPendingLockTimeoutError``)
@@ -29,7 +31,7 @@ from typing import Any, Final, Protocol
 
 from taskq.adapters.postgres.schema import Schema
 from taskq.adapters.postgres.sql_loader import NumberedQuery, Query, load_queries
-from taskq.domain.errors import StoreUnavailable, TaskQError
+from taskq.domain.errors import SchemaNotMigrated, StoreUnavailable, TaskQError
 
 #: The query files the store core uses; a driver renders all of them once.
 STORE_QUERY_FAMILIES: Final = (
@@ -53,6 +55,8 @@ SQLSTATE_NOT_NULL_VIOLATION: Final = "23502"
 SQLSTATE_DEADLOCK: Final = "40P01"
 SQLSTATE_SERIALIZATION: Final = "40001"
 SQLSTATE_QUERY_CANCELED: Final = "57014"
+#: A missing schema, table, column, function or type: the schema is not (fully) migrated.
+SQLSTATE_MISSING_OBJECT: Final = frozenset({"3F000", "42P01", "42703", "42883", "42704"})
 #: Class 08 (connection exception) and class 57 (operator intervention) mean "unavailable".
 UNAVAILABLE_CLASSES: Final = ("08", "57")
 #: Class 22 (data exception): a value the column cannot hold.
@@ -175,6 +179,12 @@ def sqlstate_error(sqlstate: str | None, reason: str, constraint: str | None) ->
         return StoreUnavailable(f"Postgres is unavailable: {reason}")
     if value_sqlstate(sqlstate):
         return ValueError(f"Postgres cannot store a value: {reason}")
+    if sqlstate in SQLSTATE_MISSING_OBJECT:
+        return SchemaNotMigrated(
+            f"the database lacks what TaskQ needs ({reason}): is the TaskQ schema migrated? "
+            "Run `taskq migrate up` on this database and schema (TASKQ_PG_DSN, "
+            "TASKQ_SCHEMA_NAME)"
+        )
     return None
 
 
