@@ -19,12 +19,15 @@ A registry is a ``Mapping[str, ActorRef]`` or a list/tuple of them
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import copy
+import functools
 import importlib
 import inspect
 import math
 import sys
 from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
+from concurrent.futures import Executor
 from datetime import datetime, timedelta
 from types import MappingProxyType
 from typing import Any, Concatenate, Generic, Protocol, TypeVar, cast, overload
@@ -294,13 +297,22 @@ class ActorRef(Generic[P, R]):
 
     # -- running ----------------------------------------------------------------------
 
-    async def run(self, payload: P, ctx: JobContext[P] | None, deps: Mapping[str, object]) -> R:
+    async def run(
+        self,
+        payload: P,
+        ctx: JobContext[P] | None,
+        deps: Mapping[str, object],
+        *,
+        executor: Executor | None = None,
+    ) -> R:
         """Call the function with ``(payload, ctx if wanted, **deps)``.
 
-        A plain ``def`` runs in a worker thread (``asyncio.to_thread``), so the
+        A plain ``def`` runs in a thread of ``executor`` (the worker passes its
+        own pool), else of the loop's default one (``asyncio.to_thread``), so the
         event loop never blocks; THREAD-scope dependencies are resolved in that
-        thread. ``deps`` must hold exactly the actor's dependencies; ``ctx``
-        may be None only for an actor that takes none (``wants_context``).
+        thread, with the caller's context variables. ``deps`` must hold exactly
+        the actor's dependencies; ``ctx`` may be None only for an actor that
+        takes none (``wants_context``).
         """
         if ctx is None and self.wants_context:
             raise TypeError(f"actor {self.name!r} takes a JobContext; none was given")
@@ -316,10 +328,15 @@ class ActorRef(Generic[P, R]):
                 payload, ctx, resolve_thread_locals(deps) if deps else {}
             )
             result = await self.fn(*args, **kwargs)
-        else:
+        elif executor is None:
             result = await asyncio.to_thread(self._call_in_thread, payload, ctx, deps)
-            if inspect.isawaitable(result):  # a sync wrapper around an async function
-                result = await result
+        else:
+            call = functools.partial(
+                contextvars.copy_context().run, self._call_in_thread, payload, ctx, deps
+            )
+            result = await asyncio.get_running_loop().run_in_executor(executor, call)
+        if not self.is_async and inspect.isawaitable(result):
+            result = await result  # a sync wrapper around an async function
         return cast(R, result)
 
     def _call_in_thread(

@@ -41,6 +41,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from functools import partial
 from typing import Any, Final
@@ -114,6 +115,13 @@ class Dispatcher:
         self.marks = marks
         self._backlog_limit = WRITE_BACKLOG_PER_SLOT * state.settings.max_concurrency
         self._retries: set[asyncio.Task[None]] = set()
+        # Plain ``def`` actors run here, all max_concurrency of them at once; the loop's
+        # default pool (cpu count + 4 threads) would hold the rest back, and would leave
+        # asyncio's own users of it (getaddrinfo, when a connection is opened) waiting
+        # behind blocked jobs. Threads start on first use.
+        self._threads = ThreadPoolExecutor(
+            max_workers=state.settings.max_concurrency, thread_name_prefix="taskq-actor"
+        )
         limiter = state.ports.rate_limiter
         # Startup refuses actors with limits when there is no limiter (require_rate_limiter).
         self.limits = (
@@ -292,9 +300,10 @@ class Dispatcher:
 
     async def _invoke(self, ref: ActorLike, payload: Any, ctx: JobContext[Any] | None) -> Any:
         if not getattr(ref, "dependencies", True):
-            return await ref.run(payload, ctx, {})  # nothing to resolve or tear down
+            # Nothing to resolve or tear down.
+            return await ref.run(payload, ctx, {}, executor=self._threads)
         async with self.scopes.actor_scope(ref) as deps:
-            return await ref.run(payload, ctx, deps)
+            return await ref.run(payload, ctx, deps, executor=self._threads)
 
     async def _conclude(
         self, active: ActiveJob, outcome: Outcome, interrupted: bool
@@ -424,10 +433,13 @@ class Dispatcher:
         self._submit(active, finish, what, retries)
 
     async def close(self) -> None:
-        """Stop pending write retries (their jobs are left to their leases)."""
+        """Stop pending write retries (their jobs are left to their leases) and let the
+        actor threads go (one still running a job abandoned by the shutdown ends with it;
+        the interpreter waits for it at exit, as it would in the loop's default pool)."""
         for task in list(self._retries):
             task.cancel()
         await asyncio.gather(*self._retries, return_exceptions=True)
+        self._threads.shutdown(wait=False, cancel_futures=True)
 
     @staticmethod
     async def _settle(write: asyncio.Future[bool]) -> None:

@@ -8,6 +8,7 @@ really uses (and lets tests hand it simple stand-ins).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Executor
 from contextlib import AbstractAsyncContextManager
 from datetime import timedelta
 from typing import Any, Protocol
@@ -41,7 +42,15 @@ class ActorLike(Protocol):
 
     def validate_payload(self, raw: Mapping[str, Any], /) -> Any: ...
 
-    async def run(self, payload: Any, ctx: Any, deps: Mapping[str, object], /) -> Any: ...
+    async def run(
+        self,
+        payload: Any,
+        ctx: Any,
+        deps: Mapping[str, object],
+        /,
+        *,
+        executor: Executor | None = None,
+    ) -> Any: ...
 
     def dump_result(self, result: Any, /) -> JSON: ...
 
