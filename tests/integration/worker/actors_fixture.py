@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import threading
 from datetime import timedelta
 from typing import Any
 
@@ -119,7 +120,14 @@ async def fail_always(payload: Item, ctx: JobContext[Item]) -> None:
     raise ValueError(f"item {payload.n} always fails")
 
 
-registry = [record, block_first, flaky, nap, fail_always]
+@actor
+def hang(payload: Item, ctx: JobContext[Item]) -> None:
+    """A sync job that never ends and never looks at its cancel request (a stuck call)."""
+    asyncio.run(record_start(ctx))
+    threading.Event().wait()
+
+
+registry = [record, block_first, flaky, nap, fail_always, hang]
 
 #: A one-shot iterable: the worker must refuse it rather than run with no actors.
 a_generator = (ref for ref in registry)

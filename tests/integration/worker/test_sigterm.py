@@ -7,7 +7,7 @@ import time
 
 import asyncpg
 import pytest
-from tests.integration.worker.actors_fixture import Nap, nap
+from tests.integration.worker.actors_fixture import Item, Nap, hang, nap
 from tests.integration.worker.support import (
     FAST_WORKER_ENV,
     Database,
@@ -15,7 +15,7 @@ from tests.integration.worker.support import (
     eventually,
 )
 
-from taskq import JobsClient
+from taskq import JobsClient, JobStatus
 
 pytestmark = pytest.mark.integration
 
@@ -85,3 +85,27 @@ async def test_sigterm_under_load_exits_zero_and_leaves_nothing_running(
         interrupted += bool(expected)
     print(f"[{db.driver}] interrupted cooperatively: {interrupted}")
     assert await conn.fetchval(f"SELECT count(*) FROM {db.schema}.workers") == 0
+
+
+async def test_sigterm_with_a_hung_sync_job_still_ends_the_process(
+    db: Database, conn: asyncpg.Connection, client: JobsClient, workers: WorkerSpawner
+) -> None:
+    """A plain def job stuck for good (it never returns, never checks its cancel request):
+    SIGTERM cancels it after the grace periods and the process exits 0 within the
+    termination grace; the thread still running it does not keep the process alive."""
+    worker = workers.start(db.worker_env(), "--max-concurrency", str(CONCURRENCY))
+    handle = await client.enqueue(hang, Item(n=1))
+
+    async def started() -> bool:
+        return bool(
+            await conn.fetchval(
+                f"SELECT count(*) FROM {db.schema}.side_effects WHERE job_id = $1", handle.job_id
+            )
+        )
+
+    await eventually(started, within=30, what="the job to start", context=worker.output_tail)
+    worker.send(signal.SIGTERM)
+    grace = float(FAST_WORKER_ENV["TASKQ_TERMINATION_GRACE_PERIOD"])
+    code = await worker.wait(within=grace)
+    assert code == 0, worker.output_tail()
+    assert await handle.status() is JobStatus.CANCELLED

@@ -41,13 +41,13 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from functools import partial
 from typing import Any, Final
 
 from taskq.app.context import JobContext
 from taskq.app.worker import events
+from taskq.app.worker.actor_threads import ActorThreads
 from taskq.app.worker.batching import GroupCommit
 from taskq.app.worker.limits import NO_LIMITS, ActorLimits, Denied, declares_limits
 from taskq.app.worker.protocols import ActorLike, ActorScopes
@@ -115,13 +115,9 @@ class Dispatcher:
         self.marks = marks
         self._backlog_limit = WRITE_BACKLOG_PER_SLOT * state.settings.max_concurrency
         self._retries: set[asyncio.Task[None]] = set()
-        # Plain ``def`` actors run here, all max_concurrency of them at once; the loop's
-        # default pool (cpu count + 4 threads) would hold the rest back, and would leave
-        # asyncio's own users of it (getaddrinfo, when a connection is opened) waiting
-        # behind blocked jobs. Threads start on first use.
-        self._threads = ThreadPoolExecutor(
-            max_workers=state.settings.max_concurrency, thread_name_prefix="taskq-actor"
-        )
+        # Plain ``def`` actors run here, all max_concurrency of them at once (see
+        # actor_threads: why not the loop's default pool, why daemon threads).
+        self._threads = ActorThreads(state.settings.max_concurrency)
         limiter = state.ports.rate_limiter
         # Startup refuses actors with limits when there is no limiter (require_rate_limiter).
         self.limits = (
@@ -434,8 +430,8 @@ class Dispatcher:
 
     async def close(self) -> None:
         """Stop pending write retries (their jobs are left to their leases) and let the
-        actor threads go (one still running a job abandoned by the shutdown ends with it;
-        the interpreter waits for it at exit, as it would in the loop's default pool)."""
+        actor threads go (one still running a job the shutdown gave up on is a daemon:
+        it does not hold the process)."""
         for task in list(self._retries):
             task.cancel()
         await asyncio.gather(*self._retries, return_exceptions=True)

@@ -1,0 +1,99 @@
+"""The threads plain ``def`` actors run in: a pool of daemon threads.
+
+A worker runs up to ``max_concurrency`` sync jobs at once, so it needs that many
+threads of its own: the loop's default pool holds only cpu count + 4, and asyncio
+itself uses it (``getaddrinfo`` when a connection is opened). The threads are
+daemons because a thread cannot be stopped: a sync job the shutdown gave up on
+(cancelled, then abandoned, its outcome written) may still be running when the
+worker returns, and ``concurrent.futures.ThreadPoolExecutor`` threads would keep
+the process from exiting until it ends, which for a hung job is never.
+"""
+
+from __future__ import annotations
+
+import itertools
+import queue
+import threading
+from collections.abc import Callable
+from concurrent.futures import Executor, Future
+from typing import Any, ParamSpec, TypeVar
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+_WorkItem = tuple[Future[Any], Callable[..., Any], tuple[Any, ...], dict[str, Any]]
+
+
+class ActorThreads(Executor):
+    """Up to ``max_workers`` daemon threads named ``<prefix>_<n>``, started on demand."""
+
+    def __init__(self, max_workers: int, *, thread_name_prefix: str = "taskq-actor") -> None:
+        if max_workers < 1:
+            raise ValueError(f"max_workers must be >= 1, got {max_workers}")
+        self._max_workers = max_workers
+        self._prefix = thread_name_prefix
+        self._work: queue.SimpleQueue[_WorkItem | None] = queue.SimpleQueue()
+        self._threads: list[threading.Thread] = []
+        self._idle = threading.Semaphore(0)  # one release per thread waiting for work
+        self._numbers = itertools.count()
+        self._lock = threading.Lock()
+        self._shut = False
+
+    def __repr__(self) -> str:
+        return f"<ActorThreads {self._prefix} threads={len(self._threads)}/{self._max_workers}>"
+
+    def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
+        with self._lock:
+            if self._shut:
+                raise RuntimeError("cannot run a job after the actor threads were shut down")
+            future: Future[T] = Future()
+            self._work.put((future, fn, args, kwargs))
+            if not self._idle.acquire(blocking=False) and len(self._threads) < self._max_workers:
+                thread = threading.Thread(
+                    target=self._serve,
+                    name=f"{self._prefix}_{next(self._numbers)}",
+                    daemon=True,
+                )
+                thread.start()
+                self._threads.append(thread)
+            return future
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        with self._lock:
+            self._shut = True
+            if cancel_futures:
+                while True:
+                    try:
+                        item = self._work.get_nowait()
+                    except queue.Empty:
+                        break
+                    if item is not None:
+                        item[0].cancel()
+            for _ in self._threads:
+                self._work.put(None)  # one stop per thread, after the work queued before it
+        if wait:
+            for thread in self._threads:
+                thread.join()
+
+    def alive(self) -> int:
+        """Threads still running (a job, or about to stop)."""
+        return sum(thread.is_alive() for thread in self._threads)
+
+    def _serve(self) -> None:
+        while True:
+            item = self._work.get()
+            if item is None:
+                return
+            future, fn, args, kwargs = item
+            if future.set_running_or_notify_cancel():
+                try:
+                    result = fn(*args, **kwargs)
+                except BaseException as exc:
+                    future.set_exception(exc)
+                else:
+                    future.set_result(result)
+            del item, future, fn, args, kwargs  # nothing of a finished job kept while idle
+            self._idle.release()
+
+
+__all__ = ["ActorThreads"]
