@@ -127,7 +127,18 @@ def hang(payload: Item, ctx: JobContext[Item]) -> None:
     threading.Event().wait()
 
 
-registry = [record, block_first, flaky, nap, fail_always, hang]
+@actor
+async def stubborn(payload: Item, ctx: JobContext[Item]) -> None:
+    """An async job that swallows every cancellation and never ends."""
+    await record_start(ctx)
+    while True:
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            continue
+
+
+registry = [record, block_first, flaky, nap, fail_always, hang, stubborn]
 
 #: A one-shot iterable: the worker must refuse it rather than run with no actors.
 a_generator = (ref for ref in registry)

@@ -7,7 +7,7 @@ import time
 
 import asyncpg
 import pytest
-from tests.integration.worker.actors_fixture import Item, Nap, hang, nap
+from tests.integration.worker.actors_fixture import Item, Nap, hang, nap, stubborn
 from tests.integration.worker.support import (
     FAST_WORKER_ENV,
     Database,
@@ -53,6 +53,8 @@ async def test_sigterm_under_load_exits_zero_and_leaves_nothing_running(
     print(f"[{db.driver}] SIGTERM -> exit {code} in {took:.2f}s")
     assert code == 0, worker.output_tail()
     assert worker.error_records() == []
+    # Nothing held the process: it ended on its own, not by the exit guard.
+    assert all(r.get("event") != "worker-exit-forced" for r in worker.log_records())
 
     jobs = await conn.fetch(
         f"SELECT id, status, attempt, started_at FROM {db.schema}.jobs ORDER BY id"
@@ -109,3 +111,29 @@ async def test_sigterm_with_a_hung_sync_job_still_ends_the_process(
     code = await worker.wait(within=grace)
     assert code == 0, worker.output_tail()
     assert await handle.status() is JobStatus.CANCELLED
+
+
+async def test_sigterm_with_an_async_job_that_ignores_cancellation_still_ends_the_process(
+    db: Database, conn: asyncpg.Connection, client: JobsClient, workers: WorkerSpawner
+) -> None:
+    """An async job that swallows every cancellation keeps its task pending, which would
+    hold the event loop's close forever: the job ends abandoned, and the process exits
+    with the worker's code within the termination grace, saying it forced the exit."""
+    worker = workers.start(db.worker_env(), "--max-concurrency", str(CONCURRENCY))
+    handle = await client.enqueue(stubborn, Item(n=1))
+
+    async def started() -> bool:
+        return bool(
+            await conn.fetchval(
+                f"SELECT count(*) FROM {db.schema}.side_effects WHERE job_id = $1", handle.job_id
+            )
+        )
+
+    await eventually(started, within=30, what="the job to start", context=worker.output_tail)
+    worker.send(signal.SIGTERM)
+    grace = float(FAST_WORKER_ENV["TASKQ_TERMINATION_GRACE_PERIOD"])
+    code = await worker.wait(within=grace)
+    assert code == 0, worker.output_tail()
+    assert await handle.status() is JobStatus.ABANDONED
+    forced = [r for r in worker.log_records() if r.get("event") == "worker-exit-forced"]
+    assert len(forced) == 1, worker.output_tail()

@@ -42,6 +42,7 @@ WORKER_SIBLING_CRASHED: Final = "worker-sibling-crashed"
 WORKER_SIBLING_RETURNED: Final = "worker-sibling-returned"
 WORKER_ISOLATED: Final = "worker-isolated"
 WORKER_CLEANUP_FAILED: Final = "worker-cleanup-failed"
+WORKER_EXIT_FORCED: Final = "worker-exit-forced"
 
 JOB_LEASE_LOST: Final = "job-lease-lost"
 JOB_ORPHAN_RELEASED: Final = "job-orphan-released"

@@ -22,6 +22,7 @@ from taskq.app.actors import registry_from
 from taskq.app.settings import WorkerSettings
 from taskq.app.worker import events
 from taskq.app.worker.exit_codes import ExitCode
+from taskq.app.worker.exit_guard import ExitGuard, holding_threads
 from taskq.app.worker.protocols import DependenciesLike
 from taskq.app.worker.runtime import Worker
 from taskq.app.worker.shutdown import install_signal_handlers
@@ -56,6 +57,12 @@ def worker_main(
     SIGTERM/SIGINT, and prints ``taskq: <reason>`` on stderr when the worker
     refuses to start (bad registry, unresolvable dependencies, actor-config
     drift, ...).
+
+    It owns the process (call it as ``sys.exit(worker_main(...))``): when job
+    code the worker gave up on still holds the process ``EXIT_GRACE`` seconds
+    after the worker stopped (a task that ignores cancellation keeps the loop
+    from closing; threads that are not daemons keep the interpreter from
+    exiting), the process ends with the exit code (``worker-exit-forced``).
     """
     events.configure_logging(log_format=settings.log_format, level=settings.log_level)
     # This call owns the process: what was imported and built so far lives as long as it
@@ -63,25 +70,34 @@ def worker_main(
     # pause the loop for milliseconds, which shows in enqueue-to-start tail latency).
     gc.collect()
     gc.freeze()
+    guard = ExitGuard()
+    code, problem = int(ExitCode.ERROR), None
     with asyncio.Runner() as runner:
-        code, problem = runner.run(
-            _run(
-                settings,
-                actor_registry,
-                store=store,
-                leader_lock=leader_lock,
-                notifier=notifier,
-                rate_limiter=rate_limiter,
-                clock=clock,
-                dependencies=dependencies,
-                until_idle=until_idle,
-                force_update_actor_config=force_update_actor_config,
-                connections=connections,
-                handle_signals=True,
+        try:
+            code, problem = runner.run(
+                _run(
+                    settings,
+                    actor_registry,
+                    store=store,
+                    leader_lock=leader_lock,
+                    notifier=notifier,
+                    rate_limiter=rate_limiter,
+                    clock=clock,
+                    dependencies=dependencies,
+                    until_idle=until_idle,
+                    force_update_actor_config=force_update_actor_config,
+                    connections=connections,
+                    handle_signals=True,
+                )
             )
-        )
+        finally:
+            # Closing the loop waits for every task; one that ignores cancellation (a job
+            # the shutdown gave up on) would hold it, and the process, forever.
+            guard.arm(code)
     if problem is not None:
         print(f"taskq: {problem}", file=sys.stderr)
+    if not holding_threads():
+        guard.disarm()  # nothing left to hold the exit; else the guard ends the process
     return code
 
 
