@@ -91,7 +91,26 @@ class Raised:
 
     @classmethod
     def from_exception(cls, exc: BaseException, *, retryable: bool = True) -> Raised:
-        return cls(type(exc).__name__, str(exc), retryable)
+        return cls(type(exc).__name__, exception_text(exc), retryable)
+
+
+#: Longest exception message an outcome keeps; a message can be megabytes (a dumped
+#: response body, the repr of a large object), and it is stored with the job and
+#: with each attempt, and logged.
+MAX_ERROR_MESSAGE = 8_000
+
+
+def exception_text(exc: BaseException) -> str:
+    """``str(exc)``, at most :data:`MAX_ERROR_MESSAGE` characters (the cut is said),
+    and never an error itself: a ``__str__`` that raises gives a placeholder."""
+    try:
+        text = str(exc)
+    except Exception as err:
+        text = f"<str() of this {type(exc).__name__} raised {type(err).__name__}>"
+    if len(text) > MAX_ERROR_MESSAGE:
+        cut = len(text) - MAX_ERROR_MESSAGE
+        text = f"{text[:MAX_ERROR_MESSAGE]}… [{cut:,} more characters cut]"
+    return text
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,6 +217,7 @@ class Cancel:
 Decision = Complete | Retry | SnoozeUntil | Fail | Cancel
 
 __all__ = [
+    "MAX_ERROR_MESSAGE",
     "Cancel",
     "CancelledByRequest",
     "Complete",
@@ -213,5 +233,6 @@ __all__ = [
     "SnoozeUntil",
     "Snoozed",
     "Succeeded",
+    "exception_text",
     "outcome_from_exception",
 ]

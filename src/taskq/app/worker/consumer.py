@@ -295,11 +295,22 @@ class Dispatcher:
         )
 
     async def _invoke(self, ref: ActorLike, payload: Any, ctx: JobContext[Any] | None) -> Any:
-        if not getattr(ref, "dependencies", True):
-            # Nothing to resolve or tear down.
-            return await ref.run(payload, ctx, {}, executor=self._threads)
-        async with self.scopes.actor_scope(ref) as deps:
-            return await ref.run(payload, ctx, deps, executor=self._threads)
+        try:
+            if not getattr(ref, "dependencies", True):
+                # Nothing to resolve or tear down.
+                return await ref.run(payload, ctx, {}, executor=self._threads)
+            async with self.scopes.actor_scope(ref) as deps:
+                return await ref.run(payload, ctx, deps, executor=self._threads)
+        except (Exception, asyncio.CancelledError):
+            raise  # an error of the job, or its cancellation
+        except BaseException as exc:
+            # SystemExit (a library's sys.exit(), argparse's error()), KeyboardInterrupt
+            # or another BaseException from the actor's code is an error of this job. Left
+            # as is, asyncio re-raises the first two out of the event loop: the worker
+            # would end with every job it holds, and the job do it again when reclaimed.
+            # (SIGINT and SIGTERM reach the worker's shutdown, never a job, while
+            # handle_signals is on, as in `taskq worker`.)
+            raise ActorBaseException(exc) from exc
 
     async def _conclude(
         self, active: ActiveJob, outcome: Outcome, interrupted: bool
@@ -526,13 +537,24 @@ def _outcome_of(active: ActiveJob, task: asyncio.Task[Any]) -> tuple[Outcome, bo
             # The same result will not serialise next time either.
             return Raised.from_exception(dump_error, retryable=False), False
     if not isinstance(exc, Exception):
-        raise exc  # KeyboardInterrupt / SystemExit from an actor: let the process go down
+        raise exc  # not the actor's (_invoke wraps those): the worker's own failure
     if reason == "request":
         return CancelledByRequest(), False
     if isinstance(exc, Snooze | RetryAfter):
         return outcome_from_exception(exc), False
+    if isinstance(exc, ActorBaseException):
+        return Raised.from_exception(exc.original), False
     retryable = not isinstance(exc, PayloadValidationError)
     return Raised.from_exception(exc, retryable=retryable), False
+
+
+class ActorBaseException(Exception):
+    """Carries a BaseException the actor raised (SystemExit, ...) out of its task as an
+    ordinary error of the job."""
+
+    def __init__(self, original: BaseException) -> None:
+        super().__init__(f"{type(original).__name__}: {original!r}")
+        self.original = original
 
 
 def _settle_once(settled: asyncio.Future[None], _: object) -> None:
