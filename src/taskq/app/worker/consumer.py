@@ -520,9 +520,15 @@ def _outcome_of(active: ActiveJob, task: asyncio.Task[Any]) -> tuple[Outcome, bo
     The flag is true when the attempt was interrupted by the worker's shutdown
     (rescheduled without using an attempt).
     """
-    if task.cancelled():
-        return CancelledByRequest(), False
     reason = active.cancel_reason
+    if task.cancelled():
+        if reason is None:
+            # Nobody asked: the actor's code raised CancelledError itself (a library that
+            # leaks one). An error of the attempt, retried as its policy says, not a cancel.
+            return Raised(
+                "CancelledError", "the actor raised CancelledError; no cancel was requested"
+            ), False
+        return CancelledByRequest(), False
     exc = task.exception()
     if exc is None:
         if reason is not None and active.cancel_event.observed:

@@ -4,7 +4,9 @@ whose text cannot be read; a message of megabytes."""
 
 from __future__ import annotations
 
+import asyncio
 import sys
+from datetime import timedelta
 
 import pytest
 from pydantic import BaseModel
@@ -113,4 +115,27 @@ async def test_a_huge_error_message_is_stored_cut(
     assert MAX_ERROR_MESSAGE < len(error) < MAX_ERROR_MESSAGE + 200
     assert error.count("x") == MAX_ERROR_MESSAGE
     assert "992,000 more characters cut" in error
+    assert await run.stop() == 0
+
+
+@actor(retry=RetryPolicy(max_attempts=2, base=timedelta(seconds=1), jitter=0.0))
+async def leaks_cancel(payload: Item) -> None:
+    raise asyncio.CancelledError  # as a library that leaks one would
+
+
+async def test_a_cancelled_error_nobody_asked_for_is_an_error_and_retried(
+    backend: MemoryBackend, clock: FakeClock, client: MemoryQueueStore
+) -> None:
+    """An actor that raises CancelledError with no cancel requested is not 'cancelled':
+    the attempt failed, it is retried by its policy, and the job ends failed saying so."""
+    job_id = (await client.enqueue(leaks_cancel.new_job({"kind": "x"}, now=clock.now()))).job_id
+    run = WorkerRun(backend, clock, {"leaks_cancel": leaks_cancel}, make_settings())
+    await run.start()
+    for _ in range(10):
+        await run.advance(1)
+    stored = await client.get(job_id)
+    assert stored is not None
+    assert stored.status is JobStatus.FAILED
+    assert "no cancel was requested" in (stored.last_error or "")
+    assert [a.outcome for a in await client.attempts(job_id)] == ["retried", "failed"]
     assert await run.stop() == 0
