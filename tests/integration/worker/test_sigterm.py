@@ -11,11 +11,12 @@ from tests.integration.worker.actors_fixture import Item, Nap, hang, nap, stubbo
 from tests.integration.worker.support import (
     FAST_WORKER_ENV,
     Database,
+    WorkerProcess,
     WorkerSpawner,
     eventually,
 )
 
-from taskq import JobsClient, JobStatus
+from taskq import ActorRef, JobHandle, JobsClient, JobStatus
 
 pytestmark = pytest.mark.integration
 
@@ -89,14 +90,17 @@ async def test_sigterm_under_load_exits_zero_and_leaves_nothing_running(
     assert await conn.fetchval(f"SELECT count(*) FROM {db.schema}.workers") == 0
 
 
-async def test_sigterm_with_a_hung_sync_job_still_ends_the_process(
-    db: Database, conn: asyncpg.Connection, client: JobsClient, workers: WorkerSpawner
-) -> None:
-    """A plain def job stuck for good (it never returns, never checks its cancel request):
-    SIGTERM cancels it after the grace periods and the process exits 0 within the
-    termination grace; the thread still running it does not keep the process alive."""
+async def _sigterm_once_started(
+    db: Database,
+    conn: asyncpg.Connection,
+    client: JobsClient,
+    workers: WorkerSpawner,
+    ref: ActorRef[Item, None],
+) -> tuple[WorkerProcess, JobHandle[None], int]:
+    """A worker runs one job of ``ref``; once it started, SIGTERM. The worker, the
+    job's handle, and the exit code (within the termination grace)."""
     worker = workers.start(db.worker_env(), "--max-concurrency", str(CONCURRENCY))
-    handle = await client.enqueue(hang, Item(n=1))
+    handle = await client.enqueue(ref, Item(n=1))
 
     async def started() -> bool:
         return bool(
@@ -108,7 +112,16 @@ async def test_sigterm_with_a_hung_sync_job_still_ends_the_process(
     await eventually(started, within=30, what="the job to start", context=worker.output_tail)
     worker.send(signal.SIGTERM)
     grace = float(FAST_WORKER_ENV["TASKQ_TERMINATION_GRACE_PERIOD"])
-    code = await worker.wait(within=grace)
+    return worker, handle, await worker.wait(within=grace)
+
+
+async def test_sigterm_with_a_hung_sync_job_still_ends_the_process(
+    db: Database, conn: asyncpg.Connection, client: JobsClient, workers: WorkerSpawner
+) -> None:
+    """A plain def job stuck for good (it never returns, never checks its cancel request):
+    SIGTERM cancels it after the grace periods and the process exits 0 within the
+    termination grace; the thread still running it does not keep the process alive."""
+    worker, handle, code = await _sigterm_once_started(db, conn, client, workers, hang)
     assert code == 0, worker.output_tail()
     assert await handle.status() is JobStatus.CANCELLED
 
@@ -119,20 +132,7 @@ async def test_sigterm_with_an_async_job_that_ignores_cancellation_still_ends_th
     """An async job that swallows every cancellation keeps its task pending, which would
     hold the event loop's close forever: the job ends abandoned, and the process exits
     with the worker's code within the termination grace, saying it forced the exit."""
-    worker = workers.start(db.worker_env(), "--max-concurrency", str(CONCURRENCY))
-    handle = await client.enqueue(stubborn, Item(n=1))
-
-    async def started() -> bool:
-        return bool(
-            await conn.fetchval(
-                f"SELECT count(*) FROM {db.schema}.side_effects WHERE job_id = $1", handle.job_id
-            )
-        )
-
-    await eventually(started, within=30, what="the job to start", context=worker.output_tail)
-    worker.send(signal.SIGTERM)
-    grace = float(FAST_WORKER_ENV["TASKQ_TERMINATION_GRACE_PERIOD"])
-    code = await worker.wait(within=grace)
+    worker, handle, code = await _sigterm_once_started(db, conn, client, workers, stubborn)
     assert code == 0, worker.output_tail()
     assert await handle.status() is JobStatus.ABANDONED
     forced = [r for r in worker.log_records() if r.get("event") == "worker-exit-forced"]
