@@ -29,6 +29,7 @@ from pydantic import BaseModel
 
 from taskq.app.actors import ActorRef
 from taskq.app.handle import JobHandle, WallClock
+from taskq.app.unstorable import find_unstorable, unstorable_error
 from taskq.domain.errors import ConfigurationError, PayloadValidationError
 from taskq.domain.job import JSON, EnqueueResult, Job, UniformJobs
 from taskq.domain.settings_rules import validate_identifier
@@ -73,6 +74,16 @@ def _composition() -> CompositionRoot:
     from taskq.app import composition
 
     return cast(CompositionRoot, composition)
+
+
+def _unstorable_in_batch(actor: str, jobs: UniformJobs, exc: ValueError) -> ValueError:
+    """The store's refusal of a batch, naming the first payload at fault (or the shared
+    metadata)."""
+    for index, payload in enumerate(jobs.payloads):
+        where = find_unstorable(payload, f"payload #{index}")
+        if where:
+            return ValueError(f"actor {actor!r}: the batch cannot be stored: {where}: {exc}")
+    return unstorable_error(actor, None, jobs.template.metadata, exc)
 
 
 def _check_ref(ref: object) -> None:
@@ -239,7 +250,10 @@ class JobsClient:
             span_id=span_id,
             now=self._clock.now(),
         )
-        result = await self._enqueuer(connection).enqueue(job)
+        try:
+            result = await self._enqueuer(connection).enqueue(job)
+        except ValueError as exc:  # a value no store can keep: say which, and where
+            raise unstorable_error(ref.name, job.payload, job.metadata, exc) from exc
         return self._handle(ref, result)
 
     async def enqueue_many(
@@ -294,7 +308,10 @@ class JobsClient:
             raise PayloadValidationError(f"payload #0: {exc}") from exc
         # Every job shares first's options: stores may read them once.
         jobs = UniformJobs(first, ref.dump_payloads(batch))
-        results = await self._enqueuer(connection).enqueue_many(jobs)
+        try:
+            results = await self._enqueuer(connection).enqueue_many(jobs)
+        except ValueError as exc:  # a value no store can keep: say which, and where
+            raise _unstorable_in_batch(ref.name, jobs, exc) from exc
         return JobHandle.for_results(results, store=self._store, ref=ref, clock=self._clock)
 
     def _enqueuer(self, connection: Any) -> JobEnqueuer:
