@@ -20,6 +20,7 @@ so that ``import taskq`` loads no database driver.
 from __future__ import annotations
 
 import contextlib
+import itertools
 from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
@@ -29,7 +30,7 @@ from pydantic import BaseModel
 
 from taskq.app.actors import ActorRef
 from taskq.app.handle import JobHandle, WallClock
-from taskq.app.unstorable import find_unstorable, unstorable_error
+from taskq.app.unstorable import unstorable_error
 from taskq.domain.errors import ConfigurationError, PayloadValidationError
 from taskq.domain.job import JSON, EnqueueResult, Job, UniformJobs
 from taskq.domain.settings_rules import validate_identifier
@@ -74,16 +75,6 @@ def _composition() -> CompositionRoot:
     from taskq.app import composition
 
     return cast(CompositionRoot, composition)
-
-
-def _unstorable_in_batch(actor: str, jobs: UniformJobs, exc: ValueError) -> ValueError:
-    """The store's refusal of a batch, naming the first payload at fault (or the shared
-    metadata)."""
-    for index, payload in enumerate(jobs.payloads):
-        where = find_unstorable(payload, f"payload #{index}")
-        if where:
-            return ValueError(f"actor {actor!r}: the batch cannot be stored: {where}: {exc}")
-    return unstorable_error(actor, None, jobs.template.metadata, exc)
 
 
 def _check_ref(ref: object) -> None:
@@ -253,7 +244,8 @@ class JobsClient:
         try:
             result = await self._enqueuer(connection).enqueue(job)
         except ValueError as exc:  # a value no store can keep: say which, and where
-            raise unstorable_error(ref.name, job.payload, job.metadata, exc) from exc
+            places = (("payload", job.payload), ("metadata", job.metadata))
+            raise unstorable_error(ref.name, "job", places, exc) from exc
         return self._handle(ref, result)
 
     async def enqueue_many(
@@ -311,7 +303,11 @@ class JobsClient:
         try:
             results = await self._enqueuer(connection).enqueue_many(jobs)
         except ValueError as exc:  # a value no store can keep: say which, and where
-            raise _unstorable_in_batch(ref.name, jobs, exc) from exc
+            places = itertools.chain(
+                ((f"payload #{i}", p) for i, p in enumerate(jobs.payloads)),
+                (("metadata", jobs.template.metadata),),
+            )
+            raise unstorable_error(ref.name, "batch", places, exc) from exc
         return JobHandle.for_results(results, store=self._store, ref=ref, clock=self._clock)
 
     def _enqueuer(self, connection: Any) -> JobEnqueuer:

@@ -10,8 +10,10 @@ payload would cost each enqueue) and says where it is.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
+
+from taskq.domain.storable import text_problem
 
 _DEPTH_LIMIT = 100
 
@@ -29,12 +31,12 @@ def _unstorable(value: Any, path: str, depth: int) -> Iterator[str]:
         if not math.isfinite(value):
             yield f"{path} is {value!r} (JSON has no NaN or infinity)"
     elif isinstance(value, str):
-        problem = _text_problem(value)
+        problem = text_problem(value)
         if problem:
             yield f"{path} {problem}"
     elif isinstance(value, Mapping):
         for key, item in value.items():
-            problem = _text_problem(key) if isinstance(key, str) else None
+            problem = text_problem(key) if isinstance(key, str) else None
             if problem:
                 yield f"{path} has a key that {problem}"
             yield from _unstorable(item, f"{path}[{key!r}]", depth + 1)
@@ -43,19 +45,14 @@ def _unstorable(value: Any, path: str, depth: int) -> Iterator[str]:
             yield from _unstorable(item, f"{path}[{index}]", depth + 1)
 
 
-def _text_problem(text: str) -> str | None:
-    if "\x00" in text:
-        return "holds a NUL character"
-    if any("\ud800" <= ch <= "\udfff" for ch in text):
-        return "holds a lone surrogate (not valid Unicode)"
-    return None
-
-
-def unstorable_error(actor: str, payload: Any, metadata: Any, exc: ValueError) -> ValueError:
-    """``exc`` again, naming the actor and, when found, the value at fault."""
-    where = find_unstorable(payload, "payload") or find_unstorable(metadata, "metadata")
+def unstorable_error(
+    actor: str, what: str, places: Iterable[tuple[str, Any]], exc: ValueError
+) -> ValueError:
+    """``exc`` again, naming the actor and, when one of ``places`` (name, value) holds
+    it, the value at fault."""
+    where = next(filter(None, (find_unstorable(value, name) for name, value in places)), None)
     detail = f"{where}: " if where else ""
-    return ValueError(f"actor {actor!r}: the job cannot be stored: {detail}{exc}")
+    return ValueError(f"actor {actor!r}: the {what} cannot be stored: {detail}{exc}")
 
 
 __all__ = ["find_unstorable", "unstorable_error"]

@@ -30,19 +30,24 @@ NUL: Final = "\x00"
 _JSON_NUL_ESCAPE: Final = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
 
 
-def _check_text(owner: str, field: str, value: str) -> None:
-    """Raise ``ValueError`` naming ``owner.field`` when ``value`` is text no store can keep."""
+def text_problem(value: str) -> str | None:
+    """Why no store can keep ``value`` ("holds a NUL character", ...), or None."""
     if NUL in value:
-        raise ValueError(f"{owner}.{field} holds a NUL character, which no store can keep")
+        return "holds a NUL character"
     # A str may hold a lone surrogate; UTF-8, and so every store, cannot.
     if not value.isascii():
         try:
             value.encode("utf-8")
         except UnicodeEncodeError:
-            raise ValueError(
-                f"{owner}.{field} holds a lone surrogate (not valid Unicode), "
-                "which no store can keep"
-            ) from None
+            return "holds a lone surrogate (not valid Unicode)"
+    return None
+
+
+def _check_text(owner: str, field: str, value: str) -> None:
+    """Raise ``ValueError`` naming ``owner.field`` when ``value`` is text no store can keep."""
+    problem = text_problem(value)
+    if problem is not None:
+        raise ValueError(f"{owner}.{field} {problem}, which no store can keep")
 
 
 def _nul_in(field: str, value: str | None) -> None:
@@ -149,4 +154,5 @@ __all__ = [
     "check_json_text",
     "check_new_job",
     "check_new_jobs",
+    "text_problem",
 ]

@@ -542,8 +542,6 @@ def _outcome_of(active: ActiveJob, task: asyncio.Task[Any]) -> tuple[Outcome, bo
         except Exception as dump_error:
             # The same result will not serialise next time either.
             return Raised.from_exception(dump_error, retryable=False), False
-    if not isinstance(exc, Exception):
-        raise exc  # not the actor's (_invoke wraps those): the worker's own failure
     if reason == "request":
         return CancelledByRequest(), False
     if isinstance(exc, Snooze | RetryAfter):
