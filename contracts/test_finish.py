@@ -211,6 +211,58 @@ async def test_an_error_text_holding_nul_is_stored_escaped(harness: Harness) -> 
     assert (record.error_class, record.error) == ("Odd\\x00Error", "bad byte \\x00 here")
 
 
+async def test_an_error_text_holding_a_lone_surrogate_is_stored_escaped(harness: Harness) -> None:
+    """A message made from undecodable bytes (``surrogateescape``) holds lone surrogates,
+    which UTF-8, and so no store, can keep: the write lands, each written as ``\\udcXX``."""
+    store = harness.store
+    claimed = await enqueue_and_claim(store)
+    await store.finish(
+        Finish(
+            lease=claimed.lease,
+            status=JobStatus.FAILED,
+            error="bad name b'\\xff' -> \udcff",
+            error_class="Odd\ud800Error",
+            now=at(2),
+        )
+    )
+    got = await get(store, claimed.id)
+    assert (got.status, got.last_error) == (JobStatus.FAILED, "bad name b'\\xff' -> \\udcff")
+    [record] = await store.attempts(claimed.id)
+    assert (record.error_class, record.error) == ("Odd\\ud800Error", "bad name b'\\xff' -> \\udcff")
+
+
+async def test_finish_many_refuses_a_result_json_cannot_hold_and_writes_none(
+    harness: Harness,
+) -> None:
+    """One result JSON cannot hold (NaN) refuses the whole batch with ValueError or
+    TypeError before anything is written: every job of it is still running, its lease held."""
+    store = harness.store
+    claimed = [await enqueue_and_claim(store, new_job(payload={"i": i})) for i in range(3)]
+    results: list[object] = ["fine", {"v": float("nan")}, None]
+    with pytest.raises((ValueError, TypeError)):
+        await store.finish_many(
+            [
+                Finish(lease=c.lease, status=JobStatus.SUCCEEDED, result=r, now=at(5))
+                for c, r in zip(claimed, results, strict=True)
+            ]
+        )
+    for c in claimed:
+        got = await get(store, c.id)
+        assert (got.status, got.result, got.fencing_token) == (
+            JobStatus.RUNNING,
+            None,
+            c.fencing_token,
+        )
+        assert await store.attempts(c.id) == []
+    # Written again without the bad result, the batch lands whole.
+    assert (
+        await store.finish_many(
+            [Finish(lease=c.lease, status=JobStatus.SUCCEEDED, now=at(6)) for c in claimed]
+        )
+        == []
+    )
+
+
 async def test_finish_many_keeps_each_writes_own_fields(harness: Harness) -> None:
     """In one batch, fields only some writes set (an error, a result, started_ago, a
     TTL) land on those jobs alone: the others keep their columns empty."""

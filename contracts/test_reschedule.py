@@ -145,3 +145,18 @@ async def test_a_retry_error_holding_nul_is_stored_escaped(harness: Harness) -> 
     assert (got.status, got.last_error) == (JobStatus.SCHEDULED, "nul \\x00 inside")
     [record] = await store.attempts(claimed.id)
     assert (record.error_class, record.error) == ("E\\x00", "nul \\x00 inside")
+
+
+async def test_a_retry_error_holding_a_lone_surrogate_is_stored_escaped(harness: Harness) -> None:
+    """As for a terminal write: the retry lands, each lone surrogate written as ``\\udcXX``."""
+    store = harness.store
+    claimed = await enqueue_and_claim(store)
+    await store.reschedule(
+        Reschedule(
+            lease=claimed.lease, run_at=at(60), error="x \udcff y", error_class="E", now=at(2)
+        )
+    )
+    got = await get(store, claimed.id)
+    assert (got.status, got.last_error) == (JobStatus.SCHEDULED, "x \\udcff y")
+    [record] = await store.attempts(claimed.id)
+    assert record.error == "x \\udcff y"

@@ -40,6 +40,7 @@ from taskq.app.actor_limits import check_actor_limits
 from taskq.app.actor_signature import ActorSignature, describe, inspect_actor
 from taskq.app.context import JobContext
 from taskq.app.di import DependencySpec, resolve_thread_locals
+from taskq.app.unstorable import find_unstorable
 from taskq.domain.actor_config import ActorConfig
 from taskq.domain.errors import ConfigurationError, PayloadValidationError, RegistryError
 from taskq.domain.job import DEFAULT_QUEUE, JSON, NewJob, build_new_job
@@ -362,7 +363,7 @@ class ActorRef(Generic[P, R]):
 
     def dump_result(self, result: R) -> JSON:
         """The JSON stored for ``result``; ``TypeError`` if it is not the declared type,
-        ``ValueError`` if no store can keep it (a NUL character)."""
+        ``ValueError`` if no store can keep it (NaN or infinity, a NUL character)."""
         if result is None and self._returns_none:
             return None  # the usual result: nothing to validate or dump
         try:
@@ -374,10 +375,15 @@ class ActorRef(Generic[P, R]):
                 f"{self._result_label}: {exc}"
             ) from exc
         if dumped is not None:
-            # Refused here, where it fails the job for good with a reason, not at the write.
-            check_json_text(
-                pydantic_core.to_json(dumped).decode(), f"the result of actor {self.name!r}"
-            )
+            # Refused here, where it fails the job for good with a reason, not at the write
+            # (which would also hold back the other jobs of its batch).
+            what = f"the result of actor {self.name!r}"
+            text = pydantic_core.to_json(dumped, inf_nan_mode="constants").decode()
+            if "NaN" in text or "Infinity" in text:  # or only inside a string: look
+                where = find_unstorable(dumped, "result")
+                if where is not None:
+                    raise ValueError(f"{what} cannot be stored: {where}")
+            check_json_text(text, what)
         return dumped
 
     def load_result(self, raw: JSON) -> R:

@@ -43,6 +43,15 @@ def text_problem(value: str) -> str | None:
     return None
 
 
+def storable_text(value: str) -> str:
+    """``value`` with what no store can keep written visibly: NUL as ``\\x00``, a lone
+    surrogate as ``\\udcff``. For words that must land whatever they hold (error texts)."""
+    value = value.replace(NUL, "\\x00")
+    if value.isascii():
+        return value
+    return value.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def _check_text(owner: str, field: str, value: str) -> None:
     """Raise ``ValueError`` naming ``owner.field`` when ``value`` is text no store can keep."""
     problem = text_problem(value)
@@ -154,5 +163,6 @@ __all__ = [
     "check_json_text",
     "check_new_job",
     "check_new_jobs",
+    "storable_text",
     "text_problem",
 ]

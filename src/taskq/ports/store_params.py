@@ -15,7 +15,7 @@ from typing import Final
 from taskq.domain.cancel_phase import CancelPhase
 from taskq.domain.job import JSON, Lease
 from taskq.domain.status import JobStatus
-from taskq.domain.storable import check_texts
+from taskq.domain.storable import check_texts, storable_text, text_problem
 
 #: Capabilities an adapter may declare in ``QueueStore.capabilities``.
 CAP_LISTEN_NOTIFY = "listen_notify"
@@ -228,13 +228,13 @@ class QueueDepth:
 
 
 def _escape_error_text(write: Finish | Reschedule) -> None:
-    # No store can keep NUL in text, and an error message is the actor's (or a payload's)
-    # words: the write must land all the same, so each NUL is written as a visible \x00.
-    error, error_class = write.error, write.error_class
-    if error is not None and "\x00" in error:
-        object.__setattr__(write, "error", error.replace("\x00", "\\x00"))
-    if error_class is not None and "\x00" in error_class:
-        object.__setattr__(write, "error_class", error_class.replace("\x00", "\\x00"))
+    # No store can keep NUL or a lone surrogate (from bytes decoded with surrogateescape)
+    # in text, and an error message is the actor's (or a payload's) words: the write must
+    # land all the same, so each is written visibly escaped (\x00, \udcff).
+    for name in ("error", "error_class"):
+        text = getattr(write, name)
+        if text is not None and text_problem(text) is not None:
+            object.__setattr__(write, name, storable_text(text))
 
 
 def _check_started_ago(value: timedelta | None) -> None:

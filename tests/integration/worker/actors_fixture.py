@@ -138,7 +138,35 @@ async def stubborn(payload: Item, ctx: JobContext[Item]) -> None:
             continue
 
 
-registry = [record, block_first, flaky, nap, fail_always, hang, stubborn]
+class Reading(BaseModel):
+    value: float
+
+
+@actor
+async def nan_result(payload: Item, ctx: JobContext[Item]) -> Reading:
+    """Returns a NaN, which no store can keep (JSON has none)."""
+    await record_start(ctx)
+    return Reading(value=float("nan"))
+
+
+@actor(retry=RetryPolicy(kind="non_retryable"))
+async def undecodable_error(payload: Item, ctx: JobContext[Item]) -> None:
+    """Fails with a message holding a lone surrogate, as undecodable bytes give."""
+    await record_start(ctx)
+    raise OSError(b"cannot open caf\xe9.txt".decode("utf-8", "surrogateescape"))
+
+
+registry = [
+    record,
+    block_first,
+    flaky,
+    nap,
+    fail_always,
+    hang,
+    stubborn,
+    nan_result,
+    undecodable_error,
+]
 
 #: A one-shot iterable: the worker must refuse it rather than run with no actors.
 a_generator = (ref for ref in registry)

@@ -8,7 +8,8 @@ same loop iteration can add theirs, then sends everything queued (at most
 batch, so a busy worker batches naturally and an idle one adds no latency.
 
 Each submitter gets a future with its own item's result; a flush that
-raises fails every future of that batch with the same error.
+raises fails every future of that batch with the same error, and a flush
+may fail one item alone by returning an exception as its result.
 
 An item can depend on when it is sent: with ``prepare``, each item is
 passed through it as it leaves the queue (the worker measures a terminal
@@ -32,7 +33,7 @@ from typing import Generic, TypeVar
 T = TypeVar("T")
 R = TypeVar("R")
 
-Flush = Callable[[Sequence[T]], Awaitable[Sequence[R]]]
+Flush = Callable[[Sequence[T]], Awaitable[Sequence[R | Exception]]]
 
 
 class GroupCommit(Generic[T, R]):
@@ -146,7 +147,9 @@ class GroupCommit(Generic[T, R]):
             self.flushes += 1
         self.settle(batch, results)
 
-    def settle(self, batch: Sequence[tuple[T, asyncio.Future[R]]], results: Sequence[R]) -> None:
+    def settle(
+        self, batch: Sequence[tuple[T, asyncio.Future[R]]], results: Sequence[R | Exception]
+    ) -> None:
         """Answer each item of ``batch`` with its result (one per item, in order)."""
         if len(results) != len(batch):
             error = RuntimeError(
@@ -158,4 +161,7 @@ class GroupCommit(Generic[T, R]):
             return
         for (_, future), result in zip(batch, results, strict=True):
             if not future.done():
-                future.set_result(result)
+                if isinstance(result, BaseException):
+                    future.set_exception(result)  # this item's own failure
+                else:
+                    future.set_result(result)

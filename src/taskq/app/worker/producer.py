@@ -29,6 +29,7 @@ import logging
 
 from taskq.app.worker import events
 from taskq.app.worker.batching import GroupCommit
+from taskq.app.worker.refused_writes import UNSTORABLE, write_one_by_one
 from taskq.app.worker.state import WorkerState
 from taskq.app.worker.waiting import wait_event
 from taskq.domain.errors import TaskQError
@@ -94,9 +95,20 @@ async def _claim(state: WorkerState, actors: list[str], limit: int) -> int | Non
         started = state.clock.monotonic()
         try:
             if carried:
-                lost, jobs = await state.store.finish_and_claim(
-                    [finish for finish, _ in carried], request
-                )
+                try:
+                    lost, jobs = await state.store.finish_and_claim(
+                        [finish for finish, _ in carried], request
+                    )
+                except UNSTORABLE:
+                    # A write the store cannot keep refused the round trip (nothing written,
+                    # nothing claimed): the writes go one by one, the claim alone.
+                    assert writes is not None
+                    writes.settle(
+                        carried,
+                        await write_one_by_one(state.store, [finish for finish, _ in carried]),
+                    )
+                    carried = []
+                    jobs = await state.store.claim(request)
             else:
                 jobs = await state.store.claim(request)
         except TaskQError as exc:

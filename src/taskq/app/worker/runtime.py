@@ -42,6 +42,7 @@ from taskq.app.worker.listener import run_listener
 from taskq.app.worker.ports import WorkerPorts
 from taskq.app.worker.producer import run_producer
 from taskq.app.worker.protocols import ActorLike, ActorScopes, DependenciesLike
+from taskq.app.worker.refused_writes import finish_flush
 from taskq.app.worker.shutdown import HardExitHook, ShutdownOrchestrator
 from taskq.app.worker.start_marks import StartMarks
 from taskq.app.worker.state import WorkerState
@@ -55,8 +56,6 @@ from taskq.app.worker.watchdog import (
 from taskq.domain.errors import TaskQError
 from taskq.domain.shutdown import SetShutdownEvent
 from taskq.domain.watchdog import CountSiblingCrash, RaiseSiblingReturned, Trip, judge_sibling_exit
-from taskq.ports.queue_store import JobFinisher
-from taskq.ports.store_params import Finish
 
 #: Most writes one start-mark or completion round trip carries.
 MAX_WRITE_BATCH = 100
@@ -191,7 +190,7 @@ class Worker:
         state.start_marks = marks
         completer: Completer = GroupCommit(
             "completions",
-            _finish_flush(store),
+            finish_flush(store),
             max_batch=MAX_WRITE_BATCH,
             prepare=marks.restamp,
         )
@@ -306,16 +305,6 @@ class Worker:
         self._tripped = trip
         if self._run_task is not None:
             self._run_task.cancel()
-
-
-def _finish_flush(
-    store: JobFinisher,
-) -> Callable[[Sequence[Finish]], Awaitable[Sequence[bool]]]:
-    async def flush(outcomes: Sequence[Finish]) -> Sequence[bool]:
-        lost = set(await store.finish_many(outcomes))
-        return [outcome.lease in lost for outcome in outcomes]
-
-    return flush
 
 
 def _no_dependencies() -> DependenciesLike:

@@ -20,7 +20,7 @@ from taskq.app.worker.batching import GroupCommit
 from taskq.app.worker.consumer import Dispatcher
 from taskq.app.worker.events import LOGGER_NAME
 from taskq.app.worker.protocols import ActorLike
-from taskq.app.worker.runtime import _finish_flush
+from taskq.app.worker.refused_writes import finish_flush
 from taskq.app.worker.start_marks import StartMarks
 from taskq.app.worker.state import WorkerState
 from taskq.domain.job import ClaimedJob, Job
@@ -128,7 +128,7 @@ async def open_dispatcher(state: WorkerState) -> AsyncIterator[Dispatcher]:
     """A consumer's dispatcher on ``state`` (its batchers running), without the rest of a worker."""
     marks = StartMarks(state)
     state.start_marks = marks
-    completer = GroupCommit("completions", _finish_flush(state.store), prepare=marks.restamp)
+    completer = GroupCommit("completions", finish_flush(state.store), prepare=marks.restamp)
     runners = [asyncio.create_task(marks.run()), asyncio.create_task(completer.run())]
     async with Dependencies().open_worker_scopes() as scopes:
         try:
