@@ -191,6 +191,10 @@ class ClaimedJob:
     metadata: Mapping[str, JSON]
     trace_id: str | None
     span_id: str | None
+    #: Why the stored payload or metadata could not be read (written by other means than
+    #: TaskQ: not a JSON object, nested past what the decoder takes), else None. The
+    #: worker fails such a job without running it, instead of failing its whole claim.
+    unreadable: str | None = None
 
     @property
     def lease(self) -> Lease:

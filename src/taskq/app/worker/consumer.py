@@ -226,6 +226,8 @@ class Dispatcher:
         """Run the actor: (outcome, interrupted by shutdown), or None when the
         worker stopped waiting for it (the shutdown completed without it)."""
         job, ref = active.job, active.ref
+        if job.unreadable is not None:
+            return PayloadInvalid(job.unreadable), False
         try:
             payload = ref.validate_payload(job.payload)
             # Built only for an actor that takes it (the usual actor does not).

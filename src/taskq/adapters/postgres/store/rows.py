@@ -132,6 +132,16 @@ def load_json_object(text: str | None) -> dict[str, JSON]:
 
 
 def job_from_row(row: Row) -> Job:
+    try:
+        return _job_from_row(row)
+    except RecursionError:
+        raise ValueError(
+            f"job {row['id']}: a stored JSON column (payload, metadata or result) is nested "
+            "too deeply to decode"
+        ) from None
+
+
+def _job_from_row(row: Row) -> Job:
     return Job(
         id=row["id"],
         queue=row["queue"],
@@ -164,12 +174,33 @@ def job_from_row(row: Row) -> Job:
     )
 
 
+def _read_column(text: str | None, column: str) -> tuple[dict[str, JSON], str | None]:
+    """A JSON object column of a claimed job, or {} and why it cannot be read."""
+    try:
+        value = load_json_object(text) if column == "metadata" else load_json(text)
+    except RecursionError:
+        return {}, f"the stored {column} is nested too deeply to decode"
+    except ValueError as exc:
+        return {}, f"the stored {column} is not valid JSON ({exc})"
+    if isinstance(value, dict):
+        return value, None
+    kind = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
+    return {}, f"the stored {column} is {kind.get(type(value), 'a number')}, not a JSON object"
+
+
 def claimed_from_row(row: Row) -> ClaimedJob:
+    try:
+        payload = load_json(row["payload"])
+        metadata = load_json_object(row["metadata"])
+    except (RecursionError, ValueError):
+        payload = None  # said below, column by column
+    if type(payload) is not dict:
+        return _unreadable_claim(row)
     return build_claimed_job(
         id=row["id"],
         queue=row["queue"],
         actor=row["actor"],
-        payload=load_json_object(row["payload"]),
+        payload=payload,
         priority=row["priority"],
         attempt=row["attempt"],
         max_attempts=row["max_attempts"],
@@ -178,9 +209,34 @@ def claimed_from_row(row: Row) -> ClaimedJob:
         lock_expires_at=row["lock_expires_at"],
         schedule_to_close=row["schedule_to_close"],
         fairness_key=row["fairness_key"],
-        metadata=load_json_object(row["metadata"]),
+        metadata=metadata,
         trace_id=row["trace_id"],
         span_id=row["span_id"],
+    )
+
+
+def _unreadable_claim(row: Row) -> ClaimedJob:
+    """A claimed job whose payload or metadata cannot be read: handed over all the same,
+    saying why, so the worker fails that job alone (one such row must not fail a claim)."""
+    payload, payload_problem = _read_column(row["payload"], "payload")
+    metadata, metadata_problem = _read_column(row["metadata"], "metadata")
+    return build_claimed_job(
+        id=row["id"],
+        queue=row["queue"],
+        actor=row["actor"],
+        payload=payload,
+        priority=row["priority"],
+        attempt=row["attempt"],
+        max_attempts=row["max_attempts"],
+        fencing_token=row["fencing_token"],
+        scheduled_at=row["scheduled_at"],
+        lock_expires_at=row["lock_expires_at"],
+        schedule_to_close=row["schedule_to_close"],
+        fairness_key=row["fairness_key"],
+        metadata=metadata,
+        trace_id=row["trace_id"],
+        span_id=row["span_id"],
+        unreadable="; ".join(filter(None, (payload_problem, metadata_problem))),
     )
 
 
