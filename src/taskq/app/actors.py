@@ -94,8 +94,19 @@ def _validated_as_given(payload: object, dumped: dict[str, JSON]) -> bool:
     return type(payload) is dict and dumped == payload
 
 
-def _check_aware(value: datetime | None, what: str) -> datetime | None:
-    if value is not None and (value.tzinfo is None or value.utcoffset() is None):
+def _check_aware(value: object, what: str) -> datetime | None:
+    if value is None:
+        return None
+    if not isinstance(value, datetime):
+        hint = (
+            " (a delay is now + delay, now an aware datetime)"
+            if isinstance(value, timedelta)
+            else ""
+        )
+        raise TypeError(
+            f"{what} must be a timezone-aware datetime{hint}, got {type(value).__name__} {value!r}"
+        )
+    if value.tzinfo is None or value.utcoffset() is None:
         raise ValueError(f"{what} must be timezone-aware, got {value!r}")
     return value
 

@@ -15,6 +15,7 @@ into an :data:`Outcome`; ``taskq.domain.retry.decide`` maps it to a
     Snoozed(delay)               SnoozeUntil(run_at) | Fail("DeadlineExceeded")
     RetriedAfter(delay, budget)  Retry(run_at, ...) | Fail
     CancelledByRequest()         Cancel()
+    LateStart(deadline, claimed) Fail("DeadlineExceeded")
 """
 
 from __future__ import annotations
@@ -146,7 +147,18 @@ class CancelledByRequest:
     """The attempt ended because a cancel was requested (cooperatively or forced)."""
 
 
-Outcome = Succeeded | Raised | PayloadInvalid | Snoozed | RetriedAfter | CancelledByRequest
+@dataclass(frozen=True, slots=True)
+class LateStart:
+    """The job's deadline had passed when it was claimed (database time); the actor never
+    ran. The deadline sweep fails such waiting jobs every 30 s; a claim can come first."""
+
+    deadline: datetime
+    claimed_at: datetime
+
+
+Outcome = (
+    Succeeded | Raised | PayloadInvalid | Snoozed | RetriedAfter | CancelledByRequest | LateStart
+)
 
 
 def outcome_from_exception(
@@ -223,6 +235,7 @@ __all__ = [
     "Complete",
     "Decision",
     "Fail",
+    "LateStart",
     "Outcome",
     "PayloadInvalid",
     "Raised",

@@ -18,6 +18,7 @@ Decision (``decide``), first matching row wins::
     Succeeded           always (even past the deadline)                Complete(result)
     CancelledByRequest  always                                         Cancel()
     PayloadInvalid      always (never retried)                         Fail(PayloadValidationError)
+    LateStart           always (the actor never ran)                   Fail(DeadlineExceeded)
     Raised              retryable=False or kind non_retryable          Fail(<error class>)
                         transient and attempt >= max_attempts          Fail(<error class>)
                         deadline passed (now >= deadline)              Fail(DeadlineExceeded)
@@ -72,6 +73,7 @@ from taskq.domain.outcomes import (
     Complete,
     Decision,
     Fail,
+    LateStart,
     Outcome,
     PayloadInvalid,
     Raised,
@@ -337,6 +339,10 @@ def decide(
         return Cancel()
     if isinstance(outcome, PayloadInvalid):
         return Fail(PAYLOAD_VALIDATION_ERROR, outcome.message)
+    if isinstance(outcome, LateStart):
+        return _deadline_passed(
+            outcome.deadline, outcome.claimed_at, "the job was claimed after it and did not run"
+        )
     if isinstance(outcome, Raised):
         return _decide_raised(
             policy,

@@ -61,6 +61,7 @@ from taskq.domain.outcomes import (
     CancelledByRequest,
     Complete,
     Fail,
+    LateStart,
     Outcome,
     PayloadInvalid,
     Raised,
@@ -228,6 +229,12 @@ class Dispatcher:
         job, ref = active.job, active.ref
         if job.unreadable is not None:
             return PayloadInvalid(job.unreadable), False
+        deadline = job.schedule_to_close
+        if deadline is not None:
+            # The claim's own time, on the database clock: its lease ends one lease later.
+            claimed_at = job.lock_expires_at - self.state.lease
+            if claimed_at >= deadline:
+                return LateStart(deadline, claimed_at), False  # not worth starting now
         try:
             payload = ref.validate_payload(job.payload)
             # Built only for an actor that takes it (the usual actor does not).
