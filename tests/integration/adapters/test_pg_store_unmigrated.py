@@ -7,7 +7,7 @@ before ``taskq migrate up``) must read as that, not as a driver's own
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
@@ -42,7 +42,7 @@ async def test_a_schema_never_migrated_is_named_with_the_fix(missing: tuple[Any,
     """Enqueue, claim and read each raise SchemaNotMigrated naming the missing table and
     `taskq migrate up`; the store's connections stay usable for the next call."""
     store, name = missing
-    calls = [
+    calls: list[Callable[[], Awaitable[object]]] = [
         lambda: store.enqueue(NewJob(actor="a")),
         lambda: store.enqueue_many([NewJob(actor="a"), NewJob(actor="b")]),
         lambda: store.claim(

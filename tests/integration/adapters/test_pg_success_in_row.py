@@ -76,6 +76,7 @@ async def test_a_succeeded_attempt_is_its_job_row(dsn: str, schema: Schema, stor
         )
     finally:
         await conn.close()
+    assert row is not None
     assert (row["status"], row["attempt"], row["finished_by"], row["locked_by"]) == (
         "succeeded",
         2,

@@ -57,7 +57,10 @@ async def test_concurrent_statements_on_one_connection_each_get_their_own_rows(
     same connection makes its own, and neither sees the other's rows."""
     driver = PsycopgConnectionDriver(conn, QUERIES)
     rows = await asyncio.gather(
-        *(driver.fetch("series", n=n) for n in (3, 5, 1, 4)),
+        driver.fetch("series", n=3),
+        driver.fetch("series", n=5),
+        driver.fetch("series", n=1),
+        driver.fetch("series", n=4),
         driver.fetchrow("echo", n=7, s=0.05),
     )
     assert [[r["n"] for r in result] for result in rows[:4]] == [

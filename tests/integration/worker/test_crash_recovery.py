@@ -37,6 +37,7 @@ async def test_killed_workers_job_is_reclaimed_and_its_late_write_is_fenced(
         what="attempt 1 to start",
         context=victim.output_tail,
     )
+    assert running is not None
     assert running["worker_pid"] == victim.pid
     old_lease = Lease(job_id, running["fencing_token"])
 
@@ -92,6 +93,8 @@ async def test_killed_workers_job_is_reclaimed_and_its_late_write_is_fenced(
     finally:
         await store.close()
     after = await conn.fetchrow(f"SELECT * FROM {db.schema}.jobs WHERE id = $1", job_id)
+    assert before is not None
+    assert after is not None
     assert dict(after) == dict(before)
     assert (
         await conn.fetchval(

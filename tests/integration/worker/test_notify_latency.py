@@ -50,7 +50,7 @@ async def test_notify_starts_jobs_on_an_idle_worker_without_polling(
         handle = await client.enqueue(record, Item(n=n))
 
         async def done(job_id: int = handle.job_id) -> bool:
-            status = await conn.fetchval(
+            status: str | None = await conn.fetchval(
                 f"SELECT status FROM {db.schema}.jobs WHERE id = $1", job_id
             )
             return status == "succeeded"

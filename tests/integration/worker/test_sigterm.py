@@ -43,7 +43,10 @@ async def test_sigterm_under_load_exits_zero_and_leaves_nothing_running(
             f"count(*) FILTER (WHERE status = 'running' AND started_at IS NOT NULL) AS executing "
             f"FROM {db.schema}.jobs"
         )
-        return row["done"] >= CONCURRENCY and row["executing"] >= 2
+        assert row is not None
+        done: int = row["done"]
+        executing: int = row["executing"]
+        return done >= CONCURRENCY and executing >= 2
 
     await eventually(busy, within=30, what="the worker to be busy", context=worker.output_tail)
     sent = time.monotonic()

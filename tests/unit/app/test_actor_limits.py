@@ -40,7 +40,7 @@ def test_limits_are_exposed_as_tuples_and_read_only() -> None:
     assert ref.rate_limits == (rate,)
     assert ref.reservations == (slot,)
     with pytest.raises(AttributeError, match="immutable"):
-        ref.rate_limits = ()  # type: ignore[misc]
+        ref.rate_limits = ()
 
 
 def test_an_actor_without_limits_has_empty_tuples() -> None:

@@ -43,9 +43,9 @@ def test_the_result_stays_frozen() -> None:
 def test_the_signature_is_checked_as_the_class_checks_it() -> None:
     build = fast_constructor(_Point)
     with pytest.raises(TypeError):
-        build()
+        build()  # type: ignore[call-arg]
     with pytest.raises(TypeError):
-        build(1, 2, [], "positional label")
+        build(1, 2, [], "positional label")  # type: ignore[call-arg]
 
 
 def test_the_result_hashes_as_the_normal_one() -> None:

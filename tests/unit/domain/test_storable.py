@@ -62,7 +62,7 @@ def test_integer_fields_must_fit_their_columns(priority: int, max_attempts: int 
 )
 def test_a_nul_in_a_text_field_is_refused_naming_it(field: str) -> None:
     """A NUL in any text field raises ValueError naming that field; without it the job passes."""
-    fields = {"actor": "a", field: "x\x00y"}
+    fields: dict[str, Any] = {"actor": "a", field: "x\x00y"}
     with pytest.raises(ValueError, match=f"NewJob.{field} holds a NUL"):
         check_new_job(NewJob(**fields))
     check_new_job(NewJob(**{**fields, field: "xy"}))

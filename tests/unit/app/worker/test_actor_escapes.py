@@ -14,6 +14,7 @@ from tests.unit.app.worker.harness import WorkerRun, make_settings
 
 from taskq.adapters.memory import FakeClock, MemoryBackend, MemoryQueueStore
 from taskq.app.actors import actor
+from taskq.app.worker.protocols import Registry
 from taskq.domain.outcomes import MAX_ERROR_MESSAGE
 from taskq.domain.retry import RetryPolicy
 from taskq.domain.status import JobStatus
@@ -79,7 +80,7 @@ async def test_what_an_actor_raises_fails_its_job_and_the_worker_goes_on(
         for kind in EXPECTED
     }
     after = (await client.enqueue(fine.new_job({"kind": "after"}, now=clock.now()))).job_id
-    registry = {"escapes": escapes, "escapes_sync": escapes_sync, "fine": fine}
+    registry: Registry = {"escapes": escapes, "escapes_sync": escapes_sync, "fine": fine}
     run = WorkerRun(backend, clock, registry, make_settings(max_concurrency=2))
     await run.start()
     ids = [*failing.values(), after]

@@ -21,6 +21,7 @@ from taskq.adapters.memory import FakeClock, MemoryBackend, MemoryQueueStore
 from taskq.app.actors import actor
 from taskq.app.context import JobContext
 from taskq.app.worker import events
+from taskq.app.worker.protocols import Registry
 from taskq.domain.cancel_phase import CancelPhase
 from taskq.domain.status import JobStatus
 
@@ -85,7 +86,7 @@ async def raiser(payload: Task, ctx: JobContext[Task]) -> None:
     raise RuntimeError("stopping because asked to")
 
 
-REGISTRY = {
+REGISTRY: Registry = {
     "raiser": raiser,
     "blocker": blocker,
     "cooperative": cooperative,

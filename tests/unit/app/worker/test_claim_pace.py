@@ -59,6 +59,7 @@ def test_durations_are_moving_averages_of_the_recent_ones() -> None:
     pace.job_ran(0.001)
     assert pace.ahead() == 10
     pace.job_ran(0.101)
+    assert pace.job_seconds is not None
     assert pace.job_seconds == pytest.approx(0.001 + WEIGHT * 0.100)
     assert pace.ahead() == int(10 * 0.002 / pace.job_seconds)
     for _ in range(30):

@@ -23,6 +23,7 @@ from taskq.adapters.memory import FakeClock, MemoryBackend, MemoryNotifier, Memo
 from taskq.app.actors import actor
 from taskq.app.context import JobContext
 from taskq.app.worker import events
+from taskq.app.worker.protocols import Registry
 from taskq.domain.job import NewJob
 from taskq.domain.outcomes import RetryAfter, Snooze
 from taskq.domain.retry import RetryPolicy
@@ -452,7 +453,7 @@ async def test_a_task_group_failing_inside_an_actor_fails_that_job_only(
 ) -> None:
     bad = (await client.enqueue(failing_group.new_job({"n": 1}, now=clock.now()))).job_id
     good = (await client.enqueue(record.new_job({"n": 2}, now=clock.now()))).job_id
-    registry = {"failing_group": failing_group, "record": record}
+    registry: Registry = {"failing_group": failing_group, "record": record}
     run = WorkerRun(backend, clock, registry, make_settings(max_concurrency=1))
     await run.start()
     await run.advance(1)

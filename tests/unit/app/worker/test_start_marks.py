@@ -22,6 +22,7 @@ from taskq.adapters.memory import FakeClock, MemoryBackend, MemoryQueueStore
 from taskq.app.actors import actor
 from taskq.app.context import JobContext
 from taskq.app.worker import events
+from taskq.app.worker.protocols import Registry
 from taskq.app.worker.start_marks import START_MARK_DELAY
 from taskq.domain.errors import StoreUnavailable
 from taskq.domain.job import Lease
@@ -67,7 +68,7 @@ async def watcher(payload: Run, ctx: JobContext[Run]) -> None:
     SAW_CANCEL.append(ctx.cancelled)
 
 
-REGISTRY = {"timed": timed, "watcher": watcher}
+REGISTRY: Registry = {"timed": timed, "watcher": watcher}
 
 
 class MarkCounter(StoreProxy):

@@ -28,6 +28,7 @@ from tests.unit.app.worker.harness import (
 from taskq.adapters.memory import FakeClock, MemoryBackend, MemoryQueueStore
 from taskq.app.actors import actor
 from taskq.app.worker import events
+from taskq.app.worker.protocols import Registry
 from taskq.app.worker.refused_writes import finish_flush
 from taskq.domain.job import ClaimedJob, Lease
 from taskq.domain.retry import RetryPolicy
@@ -93,7 +94,7 @@ async def test_a_nan_result_or_an_undecodable_message_fails_only_its_own_job(
         (await enqueue(measure.new_job({"text": f"ok{i}"}, now=clock.now()))).job_id
         for i in range(6)
     ]
-    registry = {"measure": measure, "complain": complain}
+    registry: Registry = {"measure": measure, "complain": complain}
     run = WorkerRun(backend, clock, registry, make_settings(max_concurrency=4))
     await _run_all(backend, clock, run, [bad, odd, *good])
 

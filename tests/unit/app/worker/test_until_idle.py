@@ -12,6 +12,7 @@ from tests.unit.app.worker.harness import WorkerRun, events_named, fields, make_
 from taskq.adapters.memory import FakeClock, MemoryBackend, MemoryQueueStore
 from taskq.app.actors import actor
 from taskq.app.worker import ExitCode, events, run_worker
+from taskq.app.worker.protocols import Registry
 from taskq.domain.retry import RetryPolicy
 from taskq.domain.status import JobStatus
 
@@ -30,7 +31,7 @@ async def broken(payload: Num) -> None:
     raise ValueError(f"bad {payload.n}")
 
 
-REGISTRY = {"ok": ok, "broken": broken}
+REGISTRY: Registry = {"ok": ok, "broken": broken}
 
 
 async def test_exit_0_once_drained_and_settled(

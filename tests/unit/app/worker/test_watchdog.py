@@ -145,8 +145,11 @@ async def test_task_dump_names_tasks_and_await_sites() -> None:
     task = asyncio.create_task(parked(), name="taskq-parked")
     await asyncio.sleep(0)
     dump = {entry["name"]: entry for entry in task_dump()}
-    assert dump["taskq-parked"]["coroutine"].endswith("parked")
-    assert any("in parked" in frame for frame in dump["taskq-parked"]["frames"])
+    coroutine, frames = dump["taskq-parked"]["coroutine"], dump["taskq-parked"]["frames"]
+    assert isinstance(coroutine, str)
+    assert isinstance(frames, list)
+    assert coroutine.endswith("parked")
+    assert any("in parked" in frame for frame in frames)
     assert secret not in repr(dump)
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)

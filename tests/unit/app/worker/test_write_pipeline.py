@@ -26,6 +26,7 @@ from tests.unit.app.worker.harness import (
 from taskq.adapters.memory import FakeClock, MemoryBackend, MemoryQueueStore
 from taskq.app.actors import actor
 from taskq.app.worker import ExitCode, events
+from taskq.app.worker.protocols import Registry
 from taskq.domain.errors import StoreUnavailable
 from taskq.domain.job import ClaimedJob, Lease
 from taskq.domain.retry import RetryPolicy
@@ -63,7 +64,7 @@ async def broken(payload: Num) -> None:
     raise ValueError(f"bad {payload.n}")
 
 
-REGISTRY = {"count": count, "broken": broken}
+REGISTRY: Registry = {"count": count, "broken": broken}
 
 
 class GatedFinish(StoreProxy):
