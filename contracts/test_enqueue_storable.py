@@ -226,3 +226,68 @@ async def test_json_with_a_surrogate_pair_is_stored(harness: Harness) -> None:
     }
     job_id = (await harness.store.enqueue(new_job(payload=document), now=EPOCH)).job_id
     assert dict((await get(harness.store, job_id)).payload) == document
+
+
+#: The longest names (queue, actor) and keys (identity, idempotency, fairness) a store
+#: takes: what fits Postgres's btree entries (2,704 bytes) with four bytes a character.
+MAX_NAME = 200
+MAX_KEY = 400
+#: A character of four UTF-8 bytes: the widest a name or key can be.
+WIDE = "\U0001d11e"
+TOO_LONG: dict[str, dict[str, Any]] = {
+    "queue": {"queue": "q" * (MAX_NAME + 1)},
+    "actor": {"actor": "a" * (MAX_NAME + 1)},
+    "identity_key": {"identity_key": "k" * (MAX_KEY + 1)},
+    "idempotency_key": {"idempotency_key": "i" * (MAX_KEY + 1)},
+    "fairness_key": {"fairness_key": "f" * (MAX_KEY + 1)},
+}
+
+
+@pytest.mark.parametrize("fields", TOO_LONG.values(), ids=TOO_LONG.keys())
+async def test_a_name_or_key_too_long_for_an_index_is_refused(
+    harness: Harness, fields: dict[str, Any]
+) -> None:
+    """One character past the limit is refused with ValueError naming the field and the
+    limit (Postgres would refuse the index entry with an error of its own); nothing is
+    stored, alone or in a batch."""
+    [name] = fields
+    match = rf"{name} is {MAX_NAME + 1 if name in ('queue', 'actor') else MAX_KEY + 1} characters"
+    with pytest.raises(ValueError, match=match):
+        await harness.store.enqueue(new_job(**fields), now=EPOCH)
+    with pytest.raises(ValueError, match=match):
+        await harness.store.enqueue_many([new_job(), new_job(**fields)], now=EPOCH)
+    assert await harness.store.count_active() == 0
+
+
+async def test_the_longest_names_and_keys_of_the_widest_characters_are_stored(
+    harness: Harness,
+) -> None:
+    """At the limits, in four-byte characters, every name and key is stored and found:
+    the limits fit every index they enter."""
+    store = harness.store
+    job = new_job(
+        actor=WIDE * MAX_NAME,
+        queue=WIDE * MAX_NAME,
+        identity_key=WIDE * MAX_KEY,
+        idempotency_key=(WIDE * MAX_KEY)[:-1] + "i",
+        fairness_key=WIDE * MAX_KEY,
+    )
+    first = await store.enqueue(job, now=EPOCH)
+    again = await store.enqueue(job, now=EPOCH)
+    assert (again.job_id, again.was_existing) == (first.job_id, True)
+    stored = await get(store, first.job_id)
+    assert (stored.actor, stored.queue, stored.fairness_key) == (
+        job.actor,
+        job.queue,
+        job.fairness_key,
+    )
+
+
+async def test_a_queue_mode_or_actor_config_name_too_long_is_refused(harness: Harness) -> None:
+    store = harness.store
+    with pytest.raises(ValueError, match=rf"queue is {MAX_NAME + 1} characters"):
+        await store.set_queue_mode("q" * (MAX_NAME + 1), QueueMode.ROUND_ROBIN)
+    with pytest.raises(ValueError, match=rf"actor is {MAX_NAME + 1} characters"):
+        await store.sync_actor_configs([ActorConfig(actor="a" * (MAX_NAME + 1), queue="default")])
+    assert await store.queue_modes() == {}
+    assert await store.list_actor_configs() == []

@@ -46,7 +46,7 @@ from taskq.domain.errors import ConfigurationError, PayloadValidationError, Regi
 from taskq.domain.job import DEFAULT_QUEUE, JSON, NewJob, build_new_job
 from taskq.domain.limits import ConcurrencyLimit, RateLimit
 from taskq.domain.retry import RetryPolicy, deadline_at_enqueue
-from taskq.domain.storable import check_json_text
+from taskq.domain.storable import MAX_NAME_LENGTH, check_json_text
 
 P = TypeVar("P", bound=BaseModel)
 R = TypeVar("R")
@@ -76,6 +76,11 @@ def _check_name(value: object, what: str, where: str) -> str:
     if not isinstance(value, str) or not value or value.strip() != value:
         raise ConfigurationError(
             f"{where}: {what} must be a non-empty string without surrounding spaces, got {value!r}"
+        )
+    if len(value) > MAX_NAME_LENGTH:
+        raise ConfigurationError(
+            f"{where}: {what} is {len(value):,} characters; at most {MAX_NAME_LENGTH} fit a "
+            f"store's index, got {value[:40]!r}…"
         )
     return value
 

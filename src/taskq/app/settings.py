@@ -56,6 +56,7 @@ from taskq.domain.settings_rules import (
     parse_hhmm_utc,
     validate_identifier,
 )
+from taskq.domain.storable import MAX_NAME_LENGTH
 from taskq.domain.watchdog import WatchdogSettings
 
 ENV_PREFIX: Final = "TASKQ_"
@@ -191,6 +192,11 @@ def _queue_list(value: object) -> object:
     for item in items:
         if not isinstance(item, str) or not item.strip():
             raise ValueError("queue names must be non-empty strings")
+        if len(item.strip()) > MAX_NAME_LENGTH:
+            raise ValueError(
+                f"a queue name is at most {MAX_NAME_LENGTH} characters, got one of "
+                f"{len(item.strip()):,}"
+            )
         names.append(item.strip())
     return list(dict.fromkeys(names))  # duplicates add nothing to ANY($queues)
 

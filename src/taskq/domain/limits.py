@@ -40,6 +40,7 @@ from datetime import timedelta
 from typing import Any, Final
 
 from taskq.domain.errors import ConfigurationError, PayloadValidationError
+from taskq.domain.storable import MAX_KEY_LENGTH, text_problem
 
 #: A limit key: a plain string, a ``{field}`` template, or ``payload -> str``.
 LimitKey = str | Callable[[Any], str]
@@ -142,6 +143,16 @@ def _resolve(key: LimitKey, fields: tuple[str, ...], payload: Any, owner: str) -
         raise PayloadValidationError(
             f"{what} must resolve to a non-empty string, got {type(resolved).__name__} {resolved!r}"
         )
+    # A key the limiter's store cannot keep would fail every try (a snooze each time,
+    # forever): it is the payload's fault, so the job fails instead.
+    if len(resolved) > MAX_KEY_LENGTH:
+        raise PayloadValidationError(
+            f"{what} resolves to {len(resolved):,} characters for this payload; at most "
+            f"{MAX_KEY_LENGTH} fit a store's index"
+        )
+    problem = text_problem(resolved)
+    if problem is not None:
+        raise PayloadValidationError(f"{what} resolves to text that {problem}")
     return resolved
 
 

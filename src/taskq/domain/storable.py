@@ -25,6 +25,12 @@ INT32_MIN: Final = -(2**31)
 INT32_MAX: Final = 2**31 - 1
 NUL: Final = "\x00"
 
+#: The longest queue and actor names, and identity, idempotency and fairness keys, in
+#: characters: what fits Postgres's btree entries (2,704 bytes) at four UTF-8 bytes a
+#: character, a name and a key in one entry (jobs_identity_key_uidx, jobs_cohort_idx).
+MAX_NAME_LENGTH: Final = 200
+MAX_KEY_LENGTH: Final = 400
+
 #: A ``\u0000`` escape in JSON text, not a literal backslash followed by ``u0000``:
 #: the escape's backslash is preceded by whole ``\\`` pairs only.
 _JSON_NUL_ESCAPE: Final = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
@@ -64,12 +70,34 @@ def _nul_in(field: str, value: str | None) -> None:
         _check_text("NewJob", field, value)
 
 
+def _too_long(owner: str, field: str, value: str, limit: int) -> None:
+    if len(value) > limit:
+        hint = " (hash a longer key)" if limit == MAX_KEY_LENGTH else ""
+        raise ValueError(
+            f"{owner}.{field} is {len(value):,} characters; at most {limit} fit a store's "
+            f"index{hint}"
+        )
+
+
+def check_names(owner: str, **names: str) -> None:
+    """Raise ``ValueError`` naming ``owner.<field>`` for a queue or actor name longer
+    than :data:`MAX_NAME_LENGTH`."""
+    for field, value in names.items():
+        _too_long(owner, field, value, MAX_NAME_LENGTH)
+
+
 def check_new_job(job: NewJob) -> None:
     """Raise ``ValueError`` naming the field when ``job`` holds a value no store can keep.
 
     Payload and metadata are checked where they are serialised
     (:func:`check_json_text`), so each is encoded once.
     """
+    if len(job.queue) > MAX_NAME_LENGTH or len(job.actor) > MAX_NAME_LENGTH:
+        check_names("NewJob", queue=job.queue, actor=job.actor)
+    for field in ("identity_key", "idempotency_key", "fairness_key"):
+        key = getattr(job, field)
+        if key is not None and len(key) > MAX_KEY_LENGTH:
+            _too_long("NewJob", field, key, MAX_KEY_LENGTH)
     if NUL in job.queue or NUL in job.actor or not (job.queue + job.actor).isascii():
         _nul_in("queue", job.queue)
         _nul_in("actor", job.actor)
@@ -119,6 +147,7 @@ def check_actor_configs(configs: Iterable[ActorConfig]) -> None:
     """:func:`check_texts` for actor configs (their names and queues)."""
     for config in configs:
         check_texts("ActorConfig", actor=config.actor, queue=config.queue)
+        check_names("ActorConfig", actor=config.actor, queue=config.queue)
 
 
 def check_json_text(text: str, what: str) -> None:
@@ -159,8 +188,11 @@ def _lone_surrogate(text: str) -> bool:
 __all__ = [
     "INT32_MAX",
     "INT32_MIN",
+    "MAX_KEY_LENGTH",
+    "MAX_NAME_LENGTH",
     "NUL",
     "check_json_text",
+    "check_names",
     "check_new_job",
     "check_new_jobs",
     "storable_text",
