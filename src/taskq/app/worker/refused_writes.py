@@ -46,13 +46,16 @@ def finish_flush(store: JobFinisher) -> Callable[[Sequence[Finish]], Awaitable[S
 async def write_one_by_one(store: JobFinisher, outcomes: Sequence[Finish]) -> list[Answer]:
     """Each of ``outcomes`` in a round trip of its own; a refused one fails its job instead."""
     answers: list[Answer] = []
-    for outcome in outcomes:
+    for index, outcome in enumerate(outcomes):
         try:
             lost = await store.finish_many([outcome])
         except UNSTORABLE as exc:
             answers.append(await _fail_instead(store, outcome, exc))
-        except Exception as exc:  # the database failed: this write is retried, not the others
-            answers.append(exc)
+        except Exception as exc:
+            # The database failed: this write and the rest are retried (the consumers
+            # retry each with backoff), not tried here one slow failure after another.
+            answers.extend(exc for _ in outcomes[index:])
+            break
         else:
             answers.append(bool(lost))
     return answers

@@ -30,6 +30,7 @@ from taskq.app.actors import actor
 from taskq.app.worker import events
 from taskq.app.worker.protocols import Registry
 from taskq.app.worker.refused_writes import finish_flush
+from taskq.domain.errors import StoreUnavailable
 from taskq.domain.job import ClaimedJob, Lease
 from taskq.domain.retry import RetryPolicy
 from taskq.domain.status import JobStatus
@@ -221,3 +222,32 @@ async def test_the_flush_answers_each_write_of_a_refused_batch_on_its_own(
     assert second.status is JobStatus.FAILED
     assert (second.last_error or "").startswith("the job's outcome (succeeded) could not be stored")
     assert third.status is JobStatus.RUNNING
+
+
+class DownAfterRefusal(StoreProxy):
+    """The batch is refused for a bad result, then the database goes away."""
+
+    def __init__(self, inner: MemoryQueueStore) -> None:
+        super().__init__(inner)
+        self.calls = 0
+
+    async def finish_many(self, outcomes: Sequence[Finish]) -> list[Lease]:
+        self.calls += 1
+        if self.calls == 1:
+            raise ValueError("refused: a value this store cannot keep")
+        raise StoreUnavailable("connection refused")
+
+
+async def test_a_database_failure_while_writing_one_by_one_answers_the_rest_at_once(
+    backend: MemoryBackend,
+) -> None:
+    """Once the database fails, the remaining writes get that failure (their consumers
+    retry them) instead of one slow failing round trip each."""
+    store = DownAfterRefusal(backend.store())
+    leases = [Lease(i, 1) for i in range(1, 6)]
+    answers = await finish_flush(store)(
+        [Finish(lease=lease, status=JobStatus.SUCCEEDED) for lease in leases]
+    )
+    assert store.calls == 2  # the batch, then the first write alone
+    assert all(isinstance(answer, StoreUnavailable) for answer in answers), answers
+    assert len(answers) == 5
