@@ -26,6 +26,7 @@ import importlib
 import inspect
 import math
 import sys
+import traceback
 from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from concurrent.futures import Executor
 from datetime import datetime, timedelta
@@ -641,6 +642,19 @@ def registry_from(obj: object) -> dict[str, ActorRef[Any, Any]]:
     )
 
 
+def _raised_at(exc: BaseException) -> str:
+    """`` (at path:line)`` of the innermost frame of the application's code that raised
+    ``exc`` (the import machinery's own frames skipped), or "" when there is none."""
+    frames = [
+        frame
+        for frame in traceback.extract_tb(exc.__traceback__)
+        if "importlib" not in frame.filename and not frame.filename.startswith("<")
+    ]
+    if not frames or frames[-1].filename == __file__:
+        return ""
+    return f" (at {frames[-1].filename}:{frames[-1].lineno})"
+
+
 def load_registry(spec: str) -> dict[str, ActorRef[Any, Any]]:
     """Import ``"package.module:attr"`` (``attr`` may be dotted) and read its registry.
 
@@ -654,7 +668,8 @@ def load_registry(spec: str) -> dict[str, ActorRef[Any, Any]]:
         target: object = importlib.import_module(module_name)
     except Exception as exc:
         raise RegistryError(
-            f"actor registry {spec!r}: cannot import {module_name!r}: {exc}"
+            f"actor registry {spec!r}: cannot import {module_name!r}: "
+            f"{type(exc).__name__}: {exc}{_raised_at(exc)}"
         ) from exc
     for part in attr_path.split("."):
         try:
