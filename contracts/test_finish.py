@@ -191,46 +191,6 @@ async def test_finish_many_of_nothing_is_a_no_op(harness: Harness) -> None:
     assert await harness.store.finish_many([]) == []
 
 
-async def test_an_error_text_holding_nul_is_stored_escaped(harness: Harness) -> None:
-    """An exception message may carry a NUL (from a malformed payload, say), which no
-    store can keep: the terminal write still lands, with each NUL written as ``\\x00``."""
-    store = harness.store
-    claimed = await enqueue_and_claim(store)
-    await store.finish(
-        Finish(
-            lease=claimed.lease,
-            status=JobStatus.FAILED,
-            error="bad byte \x00 here",
-            error_class="Odd\x00Error",
-            now=at(2),
-        )
-    )
-    got = await get(store, claimed.id)
-    assert (got.status, got.last_error) == (JobStatus.FAILED, "bad byte \\x00 here")
-    [record] = await store.attempts(claimed.id)
-    assert (record.error_class, record.error) == ("Odd\\x00Error", "bad byte \\x00 here")
-
-
-async def test_an_error_text_holding_a_lone_surrogate_is_stored_escaped(harness: Harness) -> None:
-    """A message made from undecodable bytes (``surrogateescape``) holds lone surrogates,
-    which UTF-8, and so no store, can keep: the write lands, each written as ``\\udcXX``."""
-    store = harness.store
-    claimed = await enqueue_and_claim(store)
-    await store.finish(
-        Finish(
-            lease=claimed.lease,
-            status=JobStatus.FAILED,
-            error="bad name b'\\xff' -> \udcff",
-            error_class="Odd\ud800Error",
-            now=at(2),
-        )
-    )
-    got = await get(store, claimed.id)
-    assert (got.status, got.last_error) == (JobStatus.FAILED, "bad name b'\\xff' -> \\udcff")
-    [record] = await store.attempts(claimed.id)
-    assert (record.error_class, record.error) == ("Odd\\ud800Error", "bad name b'\\xff' -> \\udcff")
-
-
 async def test_finish_many_refuses_a_result_json_cannot_hold_and_writes_none(
     harness: Harness,
 ) -> None:
@@ -261,6 +221,40 @@ async def test_finish_many_refuses_a_result_json_cannot_hold_and_writes_none(
         )
         == []
     )
+
+
+#: Error texts no store can keep as they are, and how they are stored: an exception
+#: message may carry a NUL (from a malformed payload, say) or lone surrogates (bytes
+#: decoded with ``surrogateescape``); the write lands all the same, each written visibly.
+ESCAPED_ERRORS = {
+    "nul": (("bad byte \x00 here", "Odd\x00Error"), ("bad byte \\x00 here", "Odd\\x00Error")),
+    "lone surrogate": (
+        ("bad name b'\\xff' -> \udcff", "Odd\ud800Error"),
+        ("bad name b'\\xff' -> \\udcff", "Odd\\ud800Error"),
+    ),
+}
+
+
+@pytest.mark.parametrize(("given", "stored"), ESCAPED_ERRORS.values(), ids=ESCAPED_ERRORS.keys())
+async def test_an_error_text_no_store_can_keep_is_stored_escaped(
+    harness: Harness, given: tuple[str, str], stored: tuple[str, str]
+) -> None:
+    store = harness.store
+    claimed = await enqueue_and_claim(store)
+    error, error_class = given
+    await store.finish(
+        Finish(
+            lease=claimed.lease,
+            status=JobStatus.FAILED,
+            error=error,
+            error_class=error_class,
+            now=at(2),
+        )
+    )
+    got = await get(store, claimed.id)
+    assert (got.status, got.last_error) == (JobStatus.FAILED, stored[0])
+    [record] = await store.attempts(claimed.id)
+    assert (record.error, record.error_class) == stored
 
 
 async def test_finish_many_keeps_each_writes_own_fields(harness: Harness) -> None:

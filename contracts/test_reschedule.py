@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+
 from contracts.harness import Harness
 from contracts.helpers import at, claim, claim_one, enqueue_and_claim, get, new_job, register
 from taskq.domain.status import JobStatus
@@ -128,35 +130,27 @@ async def test_release_schedules_after_delay_and_refunds(harness: Harness) -> No
     assert (await claim_one(store, now=at(13))).attempt == 1
 
 
-async def test_a_retry_error_holding_nul_is_stored_escaped(harness: Harness) -> None:
-    """As for a terminal write: the retry lands, each NUL written as ``\\x00``."""
+#: As for terminal writes (test_finish.ESCAPED_ERRORS): given, then stored.
+ESCAPED_ERRORS = {
+    "nul": (("nul \x00 inside", "E\x00"), ("nul \\x00 inside", "E\\x00")),
+    "lone surrogate": (("x \udcff y", "E"), ("x \\udcff y", "E")),
+}
+
+
+@pytest.mark.parametrize(("given", "stored"), ESCAPED_ERRORS.values(), ids=ESCAPED_ERRORS.keys())
+async def test_a_retry_error_no_store_can_keep_is_stored_escaped(
+    harness: Harness, given: tuple[str, str], stored: tuple[str, str]
+) -> None:
+    """As for a terminal write: the retry lands, each character written visibly."""
     store = harness.store
     claimed = await enqueue_and_claim(store)
+    error, error_class = given
     await store.reschedule(
         Reschedule(
-            lease=claimed.lease,
-            run_at=at(60),
-            error="nul \x00 inside",
-            error_class="E\x00",
-            now=at(2),
+            lease=claimed.lease, run_at=at(60), error=error, error_class=error_class, now=at(2)
         )
     )
     got = await get(store, claimed.id)
-    assert (got.status, got.last_error) == (JobStatus.SCHEDULED, "nul \\x00 inside")
+    assert (got.status, got.last_error) == (JobStatus.SCHEDULED, stored[0])
     [record] = await store.attempts(claimed.id)
-    assert (record.error_class, record.error) == ("E\\x00", "nul \\x00 inside")
-
-
-async def test_a_retry_error_holding_a_lone_surrogate_is_stored_escaped(harness: Harness) -> None:
-    """As for a terminal write: the retry lands, each lone surrogate written as ``\\udcXX``."""
-    store = harness.store
-    claimed = await enqueue_and_claim(store)
-    await store.reschedule(
-        Reschedule(
-            lease=claimed.lease, run_at=at(60), error="x \udcff y", error_class="E", now=at(2)
-        )
-    )
-    got = await get(store, claimed.id)
-    assert (got.status, got.last_error) == (JobStatus.SCHEDULED, "x \\udcff y")
-    [record] = await store.attempts(claimed.id)
-    assert record.error == "x \\udcff y"
+    assert (record.error, record.error_class) == stored

@@ -195,7 +195,18 @@ def claimed_from_row(row: Row) -> ClaimedJob:
     except (RecursionError, ValueError):
         payload = None  # said below, column by column
     if type(payload) is not dict:
-        return _unreadable_claim(row)
+        # A row TaskQ did not write: handed over all the same, saying why, so the worker
+        # fails that job alone (one such row must not fail a claim).
+        payload, payload_problem = _read_column(row["payload"], "payload")
+        metadata, metadata_problem = _read_column(row["metadata"], "metadata")
+        why = "; ".join(filter(None, (payload_problem, metadata_problem)))
+        return _claimed(row, payload, metadata, why)
+    return _claimed(row, payload, metadata, None)
+
+
+def _claimed(
+    row: Row, payload: dict[str, JSON], metadata: dict[str, JSON], unreadable: str | None
+) -> ClaimedJob:
     return build_claimed_job(
         id=row["id"],
         queue=row["queue"],
@@ -212,31 +223,7 @@ def claimed_from_row(row: Row) -> ClaimedJob:
         metadata=metadata,
         trace_id=row["trace_id"],
         span_id=row["span_id"],
-    )
-
-
-def _unreadable_claim(row: Row) -> ClaimedJob:
-    """A claimed job whose payload or metadata cannot be read: handed over all the same,
-    saying why, so the worker fails that job alone (one such row must not fail a claim)."""
-    payload, payload_problem = _read_column(row["payload"], "payload")
-    metadata, metadata_problem = _read_column(row["metadata"], "metadata")
-    return build_claimed_job(
-        id=row["id"],
-        queue=row["queue"],
-        actor=row["actor"],
-        payload=payload,
-        priority=row["priority"],
-        attempt=row["attempt"],
-        max_attempts=row["max_attempts"],
-        fencing_token=row["fencing_token"],
-        scheduled_at=row["scheduled_at"],
-        lock_expires_at=row["lock_expires_at"],
-        schedule_to_close=row["schedule_to_close"],
-        fairness_key=row["fairness_key"],
-        metadata=metadata,
-        trace_id=row["trace_id"],
-        span_id=row["span_id"],
-        unreadable="; ".join(filter(None, (payload_problem, metadata_problem))),
+        unreadable=unreadable,
     )
 
 
