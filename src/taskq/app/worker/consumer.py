@@ -51,6 +51,7 @@ from taskq.app.worker.actor_threads import ActorThreads
 from taskq.app.worker.batching import GroupCommit
 from taskq.app.worker.limits import NO_LIMITS, ActorLimits, Denied, declares_limits
 from taskq.app.worker.protocols import ActorLike, ActorScopes
+from taskq.app.worker.refused_writes import FailedInstead, Written
 from taskq.app.worker.start_marks import StartMarks
 from taskq.app.worker.state import ActiveJob, WorkerState
 from taskq.domain.cancel import consumer_skips_mark_cancelled
@@ -96,7 +97,7 @@ _start_eagerly: Final[Callable[..., asyncio.Task[Any]] | None] = getattr(
     asyncio, "eager_task_factory", None
 )
 
-Completer = GroupCommit[Finish, bool]
+Completer = GroupCommit[Finish, Written]
 
 
 class Dispatcher:
@@ -182,7 +183,7 @@ class Dispatcher:
         if write is not None:
             await self._settle(write)
 
-    async def _run(self, job: ClaimedJob) -> asyncio.Future[bool] | None:
+    async def _run(self, job: ClaimedJob) -> asyncio.Future[Written] | None:
         """Run ``job``; the future of its batched terminal write, if one was submitted."""
         state = self.state
         ref = state.registry.get(job.actor)
@@ -323,7 +324,7 @@ class Dispatcher:
 
     async def _conclude(
         self, active: ActiveJob, outcome: Outcome, interrupted: bool
-    ) -> asyncio.Future[bool] | None:
+    ) -> asyncio.Future[Written] | None:
         """Write how the attempt ended; a terminal write is returned unawaited."""
         job, state = active.job, self.state
         decision = decide(
@@ -362,7 +363,7 @@ class Dispatcher:
 
     def _submit(
         self, active: ActiveJob, finish: Finish, what: str, retries: int
-    ) -> asyncio.Future[bool]:
+    ) -> asyncio.Future[Written]:
         """Queue ``finish`` for the next batched write; ``_written`` handles the answer."""
         self.state.writing.add(active.job.id)
         write = self.completer.submit(finish)
@@ -375,7 +376,7 @@ class Dispatcher:
         finish: Finish,
         what: str,
         retries: int,
-        done: asyncio.Future[bool],
+        done: asyncio.Future[Written],
     ) -> None:
         """A batched terminal write was answered: count it, retry it, or say why it did not land."""
         state, job = self.state, active.job
@@ -423,7 +424,11 @@ class Dispatcher:
                 write=what,
                 error=str(exc) if isinstance(exc, TaskQError) else f"{type(exc).__name__}: {exc}",
             )
-        elif done.result():
+            return
+        answer = done.result()
+        if isinstance(answer, FailedInstead):  # the store could not keep the outcome
+            what, answer = "Fail", answer.lost
+        if answer:
             events.emit(
                 events.JOB_LEASE_LOST,
                 logging.WARNING,
@@ -458,7 +463,7 @@ class Dispatcher:
         self._threads.shutdown(wait=False, cancel_futures=True)
 
     @staticmethod
-    async def _settle(write: asyncio.Future[bool]) -> None:
+    async def _settle(write: asyncio.Future[Written]) -> None:
         """Wait for a batched write to be answered (its outcome is logged by ``_written``)."""
         with contextlib.suppress(Exception):
             await asyncio.shield(write)

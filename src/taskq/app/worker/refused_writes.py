@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Final
 
 from taskq.app.worker import events
@@ -26,8 +27,20 @@ from taskq.ports.store_params import Finish
 #: What a store raises for a write holding a value it cannot keep.
 UNSTORABLE: Final = (ValueError, TypeError)
 
-#: A write's answer: whether its lease was no longer held, or why it did not land.
-Answer = bool | Exception
+
+@dataclass(frozen=True, slots=True)
+class FailedInstead:
+    """The answer to a write the store refused alone: its job was written failed instead
+    (``lost``: or would have been, had its lease still been held)."""
+
+    lost: bool
+
+
+#: A landed write's answer: whether its lease was no longer held, or that its job was
+#: failed instead.
+Written = bool | FailedInstead
+#: A write's answer, or why it did not land.
+Answer = Written | Exception
 
 
 def finish_flush(store: JobFinisher) -> Callable[[Sequence[Finish]], Awaitable[Sequence[Answer]]]:
@@ -80,9 +93,9 @@ async def _fail_instead(store: JobFinisher, outcome: Finish, refusal: Exception)
         now=outcome.now,
     )
     try:
-        return bool(await store.finish_many([failure]))
+        return FailedInstead(lost=bool(await store.finish_many([failure])))
     except Exception as exc:
         return exc
 
 
-__all__ = ["UNSTORABLE", "Answer", "finish_flush", "write_one_by_one"]
+__all__ = ["UNSTORABLE", "Answer", "FailedInstead", "Written", "finish_flush", "write_one_by_one"]

@@ -17,6 +17,7 @@ from taskq.app.worker.liveness import Liveness
 from taskq.app.worker.local_queue import LocalQueue
 from taskq.app.worker.ports import WorkerPorts
 from taskq.app.worker.protocols import ActorLike
+from taskq.app.worker.refused_writes import Written
 from taskq.app.worker.waiting import LatchEvent
 from taskq.domain.cancel import CancelController, GracePeriods
 from taskq.domain.job import ClaimedJob, Lease
@@ -193,7 +194,7 @@ class WorkerState:
     #: Writes start marks for jobs still running a moment after they started (the runtime's).
     start_marks: StartMarksLike | None = None
     #: The consumers' batched terminal writes; the producer sends them along with its claims.
-    completer: GroupCommit[Finish, bool] | None = None
+    completer: GroupCommit[Finish, Written] | None = None
     local_queue: LocalQueue[ClaimedJob] = field(init=False)
     #: Recent claim and job durations: how far ahead the producer claims.
     claim_pace: ClaimPace = field(init=False)

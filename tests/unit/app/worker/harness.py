@@ -17,7 +17,7 @@ from taskq.app.di import Dependencies
 from taskq.app.settings import WorkerSettings
 from taskq.app.worker import Worker, WorkerPorts
 from taskq.app.worker.batching import GroupCommit
-from taskq.app.worker.consumer import Dispatcher
+from taskq.app.worker.consumer import Completer, Dispatcher
 from taskq.app.worker.events import LOGGER_NAME
 from taskq.app.worker.protocols import ActorLike
 from taskq.app.worker.refused_writes import finish_flush
@@ -128,7 +128,9 @@ async def open_dispatcher(state: WorkerState) -> AsyncIterator[Dispatcher]:
     """A consumer's dispatcher on ``state`` (its batchers running), without the rest of a worker."""
     marks = StartMarks(state)
     state.start_marks = marks
-    completer = GroupCommit("completions", finish_flush(state.store), prepare=marks.restamp)
+    completer: Completer = GroupCommit(
+        "completions", finish_flush(state.store), prepare=marks.restamp
+    )
     runners = [asyncio.create_task(marks.run()), asyncio.create_task(completer.run())]
     async with Dependencies().open_worker_scopes() as scopes:
         try:

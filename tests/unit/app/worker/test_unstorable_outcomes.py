@@ -27,9 +27,9 @@ from tests.unit.app.worker.harness import (
 
 from taskq.adapters.memory import FakeClock, MemoryBackend, MemoryQueueStore
 from taskq.app.actors import actor
-from taskq.app.worker import events
+from taskq.app.worker import ExitCode, events
 from taskq.app.worker.protocols import Registry
-from taskq.app.worker.refused_writes import finish_flush
+from taskq.app.worker.refused_writes import FailedInstead, finish_flush
 from taskq.domain.errors import StoreUnavailable
 from taskq.domain.job import ClaimedJob, Lease
 from taskq.domain.retry import RetryPolicy
@@ -216,7 +216,7 @@ async def test_the_flush_answers_each_write_of_a_refused_batch_on_its_own(
             Finish(lease=gone, status=JobStatus.SUCCEEDED, result="c"),
         ]
     )
-    assert answers == [False, False, True]
+    assert answers == [False, FailedInstead(lost=False), True]
     first, second, third = [await job(store, lease.job_id) for lease in leases]
     assert (first.status, first.result) == (JobStatus.SUCCEEDED, "a")
     assert second.status is JobStatus.FAILED
@@ -251,3 +251,17 @@ async def test_a_database_failure_while_writing_one_by_one_answers_the_rest_at_o
     assert store.calls == 2  # the batch, then the first write alone
     assert all(isinstance(answer, StoreUnavailable) for answer in answers), answers
     assert len(answers) == 5
+
+
+async def test_until_idle_counts_a_job_failed_instead_as_a_failure(
+    backend: MemoryBackend, clock: FakeClock, client: MemoryQueueStore
+) -> None:
+    """Its actor succeeded, but the job ended failed: --until-idle exits 3, not 0."""
+    for text in ("ok", "much too long", "fine"):
+        await client.enqueue(echo.new_job({"text": text}, now=clock.now()))
+    settings = make_settings(max_concurrency=2, idle_poll_interval=1.0, idle_settle_window=0.0)
+    store = SmallResults(backend.store())
+    run = WorkerRun(backend, clock, {"echo": echo}, settings, store=store, until_idle=True)
+    await run.start()
+    assert await run.finish(within=30) == ExitCode.UNTIL_IDLE_FAILURES
+    assert store.refused  # the write was refused, and failed instead
