@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, TypeVar
 
-from taskq.domain.errors import JobFailed, JobNotFound
+from taskq.domain.errors import JobFailed, JobNotFound, StoreUnavailable
 from taskq.domain.job import EnqueueResult, Job
 from taskq.domain.status import JobStatus
 from taskq.ports.clock import Clock
@@ -134,7 +134,10 @@ class JobHandle(Generic[R]):
         Raises :class:`JobFailed` when it ended failed, cancelled, abandoned
         or crashed; :class:`TimeoutError` when ``timeout`` seconds pass first
         (the job itself is left alone); :class:`JobNotFound` when it no longer
-        exists. ``poll_interval`` caps the poll backoff.
+        exists. ``poll_interval`` caps the poll backoff. A poll the database
+        fails (``StoreUnavailable``: a restart, a dropped connection) is tried
+        again on the same schedule: it is raised only when ``timeout`` passes
+        with the database still failing.
         """
         if not poll_interval > 0:
             raise ValueError(f"poll_interval must be > 0, got {poll_interval}")
@@ -143,13 +146,18 @@ class JobHandle(Generic[R]):
         deadline = None if timeout is None else self._clock.monotonic() + timeout
         delay = min(FIRST_POLL_DELAY, poll_interval)
         while True:
-            job = await self.get()
-            if job.status.is_terminal:
+            try:
+                job: Job | StoreUnavailable = await self.get()
+            except StoreUnavailable as exc:
+                job = exc
+            if isinstance(job, Job) and job.status.is_terminal:
                 return self._outcome(job)
             pause = delay
             if deadline is not None:
                 remaining = deadline - self._clock.monotonic()
                 if remaining <= 0:
+                    if isinstance(job, StoreUnavailable):
+                        raise job
                     raise TimeoutError(
                         f"job {self.job_id} is still {job.status.value} after {timeout} s"
                     )
