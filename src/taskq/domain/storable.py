@@ -143,6 +143,12 @@ def check_texts(what: str, **values: str | Iterable[str] | None) -> None:
             _check_text(what, name, text)
 
 
+def check_queue_mode(queue: str) -> None:
+    """What every store checks of a queue mode's queue name: its text and its length."""
+    check_texts("queue mode", queue=queue)
+    check_names("queue mode", queue=queue)
+
+
 def check_actor_configs(configs: Iterable[ActorConfig]) -> None:
     """:func:`check_texts` for actor configs (their names and queues)."""
     for config in configs:
@@ -195,6 +201,7 @@ __all__ = [
     "check_names",
     "check_new_job",
     "check_new_jobs",
+    "check_queue_mode",
     "storable_text",
     "text_problem",
 ]

@@ -231,10 +231,12 @@ def _escape_error_text(write: Finish | Reschedule) -> None:
     # No store can keep NUL or a lone surrogate (from bytes decoded with surrogateescape)
     # in text, and an error message is the actor's (or a payload's) words: the write must
     # land all the same, so each is written visibly escaped (\x00, \udcff).
-    for name in ("error", "error_class"):
-        text = getattr(write, name)
-        if text is not None and text_problem(text) is not None:
-            object.__setattr__(write, name, storable_text(text))
+    # Every terminal write passes here: no loop, and plain attribute reads.
+    error, error_class = write.error, write.error_class
+    if error is not None and text_problem(error) is not None:
+        object.__setattr__(write, "error", storable_text(error))
+    if error_class is not None and text_problem(error_class) is not None:
+        object.__setattr__(write, "error_class", storable_text(error_class))
 
 
 def _check_started_ago(value: timedelta | None) -> None:

@@ -15,7 +15,7 @@ from taskq.domain.actor_config import (
     merge_actor_configs,
 )
 from taskq.domain.errors import ActorConfigDriftList, UnknownActorError
-from taskq.domain.storable import check_actor_configs, check_names, check_texts
+from taskq.domain.storable import check_actor_configs, check_queue_mode
 from taskq.ports.store_params import CapacityUpdate
 
 
@@ -71,8 +71,7 @@ class AdminOps(StoreCore):
 
     async def set_queue_mode(self, queue: str, mode: QueueMode) -> None:
         await self._begin()
-        check_texts("queue mode", queue=queue)
-        check_names("queue mode", queue=queue)
+        check_queue_mode(queue)
         self._db.queue_modes[queue] = QueueMode(mode)
 
     async def queue_modes(self) -> dict[str, QueueMode]:

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from taskq.adapters.postgres.store.base import StoreCore
 from taskq.domain.actor_config import QueueMode
-from taskq.domain.storable import check_names, check_texts
+from taskq.domain.storable import check_queue_mode
 
 
 class QueueOps(StoreCore):
     async def set_queue_mode(self, queue: str, mode: QueueMode) -> None:
         self._begin()
-        check_texts("queue mode", queue=queue)
-        check_names("queue mode", queue=queue)
+        check_queue_mode(queue)
         await self._driver.execute("set_queue_mode", queue=queue, mode=QueueMode(mode).value)
 
     async def queue_modes(self) -> dict[str, QueueMode]:
