@@ -17,7 +17,8 @@ Every measurement runs in its own fresh schema (TaskQ's migrated with
     by 16 concurrent claim-and-complete loops of 100 rows (--baseline-loops,
     --baseline-batch; never tied to C); single-row prepared INSERTs; COPY itself.
 (c) enqueue: ``client.enqueue`` one at a time vs the raw single INSERT, the two
-    taking turns 250 calls at a time; ``client.enqueue_many`` in batches of 1,000
+    taking turns 250 calls at a time; the same from 16 callers at once (no target:
+    what sharing wake-ups buys); ``client.enqueue_many`` in batches of 1,000
     and 10,000.
 (d) enqueue→start latency: jobs enqueued one at a time, 10-20 ms apart, to an
     idle worker (the NOTIFY path); p50/p90/p99 of started_at - created_at.
@@ -181,6 +182,7 @@ class Round:
 
     raw: RawNumbers
     singles: dict[str, taskq_runs.SingleResult]
+    concurrent: dict[str, taskq_runs.ConcurrentResult]
     bulks: dict[tuple[str, int], float]
     drains: dict[str, taskq_runs.DrainResult]
     plans: dict[str, taskq_runs.PlanResult]
@@ -194,12 +196,14 @@ async def measure_round(cfg: Config, number: int) -> Round:
     raw = await run_baseline(cfg)
 
     singles: dict[str, taskq_runs.SingleResult] = {}
+    concurrent: dict[str, taskq_runs.ConcurrentResult] = {}
     bulks: dict[tuple[str, int], float] = {}
     for driver in cfg.drivers:
         log(
             f"{prefix}{driver}: {cfg.single_jobs} single enqueues, {cfg.jobs} jobs via enqueue_many"
         )
         singles[driver] = await taskq_runs.enqueue_single(cfg.dsn, driver, cfg.single_jobs)
+        concurrent[driver] = await taskq_runs.enqueue_concurrent(cfg.dsn, driver, cfg.single_jobs)
         for batch in (1_000, 10_000):
             size = min(batch, cfg.jobs)
             bulks[(driver, size)] = await taskq_runs.enqueue_bulk(cfg.dsn, driver, cfg.jobs, size)
@@ -222,7 +226,7 @@ async def measure_round(cfg: Config, number: int) -> Round:
         for driver in cfg.drivers:
             log(f"{prefix}{driver}: enqueue→start latency of {cfg.latency_jobs} jobs")
             latencies[driver] = await taskq_runs.latency(cfg.dsn, driver, cfg.latency_jobs)
-    return Round(raw, singles, bulks, drains, plans, latencies)
+    return Round(raw, singles, concurrent, bulks, drains, plans, latencies)
 
 
 async def measure(cfg: Config) -> list[Row]:
@@ -336,6 +340,17 @@ def enqueue_rows(rounds: Sequence[Round]) -> list[Row]:
                 "single INSERT, in turns",
                 SINGLE_VS_RAW,
                 f">= {SINGLE_VS_RAW:.0%} of raw",
+            )
+        )
+    for driver in rounds[0].concurrent:
+        # No target: shows what sharing wake-ups buys when callers enqueue at once.
+        rows.append(
+            report.ratio_row(
+                f"(c) enqueue() from {taskq_runs.CONCURRENT_CALLERS} callers at once, {driver}",
+                [r.concurrent[driver].rate for r in rounds],
+                [r.concurrent[driver].raw_rate for r in rounds],
+                "the same with raw INSERTs, in turns",
+                None,
             )
         )
     singles = [single for r in rounds for single in r.singles.values()]

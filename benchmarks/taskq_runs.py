@@ -173,6 +173,67 @@ async def enqueue_single(dsn: str, driver: str, n: int) -> SingleResult:
     return SingleResult(n / ours, n / raw, n / alone)
 
 
+#: Callers enqueueing at once in the concurrent single-enqueue measurement.
+CONCURRENT_CALLERS: Final = 16
+
+
+@dataclass(frozen=True, slots=True)
+class ConcurrentResult:
+    """``client.enqueue`` from many callers at once, and raw INSERTs the same way.
+
+    The raw side runs on a pool as large as the client's (10 connections), so
+    the two differ only in what each statement and the client do; NOTIFY's
+    database-wide commit lock is what a wake-up per enqueue would cost here.
+    """
+
+    rate: float
+    raw_rate: float
+
+
+async def enqueue_concurrent(dsn: str, driver: str, n: int) -> ConcurrentResult:
+    """jobs/s of ``n`` ``client.enqueue`` calls from :data:`CONCURRENT_CALLERS` tasks, and of
+    ``n`` raw INSERTs the same way, taking turns ``SINGLE_CHUNK`` per caller at a time."""
+    async with (
+        taskq_schema(dsn, "enqc") as schema,
+        plain_schema(dsn, "enqc_raw") as raw_schema,
+        JobsClient.connect(dsn, driver=driver, schema=schema) as client,
+    ):
+        conn = await asyncpg.connect(dsn)
+        try:
+            table = await baseline.create_table(conn, raw_schema)
+        finally:
+            await conn.close()
+        pool = await asyncpg.create_pool(dsn, min_size=10, max_size=10)
+        try:
+            sql = baseline.INSERT_SQL.format(table=table)
+
+            async def raw_caller(count: int) -> None:
+                for i in range(count):
+                    await pool.execute(sql, f'{{"n":{i}}}')
+
+            async def our_caller(count: int) -> None:
+                for i in range(count):
+                    await client.enqueue(noop_actors.noop, {"n": i})
+
+            per_turn = SINGLE_CHUNK // 10
+            await asyncio.gather(*(raw_caller(5) for _ in range(CONCURRENT_CALLERS)))
+            await asyncio.gather(*(our_caller(5) for _ in range(CONCURRENT_CALLERS)))
+            ours = raw = 0.0
+            done = 0
+            while done < n:
+                count = max(1, min(per_turn, (n - done) // CONCURRENT_CALLERS))
+                with Stopwatch() as sw:
+                    await asyncio.gather(*(raw_caller(count) for _ in range(CONCURRENT_CALLERS)))
+                raw += sw.seconds
+                with Stopwatch() as sw:
+                    await asyncio.gather(*(our_caller(count) for _ in range(CONCURRENT_CALLERS)))
+                ours += sw.seconds
+                done += count * CONCURRENT_CALLERS
+        finally:
+            await pool.close()
+    return ConcurrentResult(done / ours, done / raw)
+
+
 async def _bare_insert(conn: asyncpg.Connection, schema: str) -> Callable[[int], Awaitable[float]]:
     """The store's single-enqueue INSERT prepared on ``conn``: runs it ``count`` times
     (a no-op job each, as ``client.enqueue`` writes it) and returns the seconds."""

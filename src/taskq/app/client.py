@@ -156,21 +156,24 @@ class JobsClient:
     def from_asyncpg_pool(
         cls, pool: Any, *, schema: str = "taskq", clock: Clock | None = None
     ) -> Self:
-        """A client on your ``asyncpg.Pool``; TaskQ never closes it."""
+        """A client on your ``asyncpg.Pool``; TaskQ never closes it (closing the client
+        sends the wake-ups its enqueues still owe, then refuses further calls)."""
         return cls._from_pool(pool, driver="asyncpg", schema=schema, clock=clock)
 
     @classmethod
     def from_psycopg_pool(
         cls, pool: Any, *, schema: str = "taskq", clock: Clock | None = None
     ) -> Self:
-        """A client on your ``psycopg_pool.AsyncConnectionPool``; TaskQ never closes it."""
+        """A client on your ``psycopg_pool.AsyncConnectionPool``; TaskQ never closes it
+        (closing the client sends the wake-ups its enqueues still owe)."""
         return cls._from_pool(pool, driver="psycopg", schema=schema, clock=clock)
 
     @classmethod
     def _from_pool(cls, pool: Any, *, driver: Driver, schema: str, clock: Clock | None) -> Self:
         validate_identifier(schema, what="schema")
         store = _composition().store_from_pool(pool, driver=driver, schema=schema)
-        return cls(store, owns_store=False, clock=clock)
+        # The client owns the store it built, not the pool: the store's close leaves it open.
+        return cls(store, owns_store=True, clock=clock)
 
     # -- lifecycle --------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ from tests.integration.client.client_actors import Pair, add
 from tests.integration.client.pools import CallerPool, caller_pool
 from tests.integration.worker.support import Database
 
-from taskq import JobsClient, JobStatus
+from taskq import JobsClient, JobStatus, StoreUnavailable
 
 pytestmark = pytest.mark.integration
 
@@ -30,6 +30,8 @@ async def test_client_on_callers_pool_never_closes_it(db: Database) -> None:
         await client.aclose()  # idempotent, and still not the pool's close
         assert app.is_open()
         assert await app.fetch_count(f"SELECT count(*) FROM {db.schema}.jobs") == 1
+        with pytest.raises(StoreUnavailable, match="closed"):
+            await client.enqueue(add, Pair(a=1, b=2))  # the client's own store is closed
 
 
 async def test_enqueue_in_callers_transaction_is_visible_only_after_commit(db: Database) -> None:

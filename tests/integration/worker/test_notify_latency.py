@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import statistics
+from collections.abc import Awaitable, Callable
 
 import asyncpg
 import pytest
@@ -12,6 +13,7 @@ from tests.integration.worker.support import Database, WorkerSpawner, eventually
 
 from taskq import JobsClient
 from taskq.adapters.postgres.schema import Schema
+from taskq.app.settings import TaskQSettings
 
 pytestmark = pytest.mark.integration
 
@@ -72,3 +74,140 @@ async def test_notify_starts_jobs_on_an_idle_worker_without_polling(
         f"p99 {p99 * 1000:.1f} ms, max {latencies[-1] * 1000:.1f} ms"
     )
     assert p50 < 1.0
+
+
+BURSTS = 4
+CALLERS = 16
+PER_CALLER = 5
+
+
+async def test_concurrent_enqueues_share_wake_ups_and_leave_no_job_asleep(
+    db: Database, conn: asyncpg.Connection, client: JobsClient, workers: WorkerSpawner
+) -> None:
+    """Bursts of concurrent single enqueues share wake-ups (one in flight per queue), and
+    every job still starts within seconds although the polls are minutes apart: a job
+    written while a wake-up was in flight gets one sent after its commit."""
+    worker = workers.start(
+        db.worker_env(
+            TASKQ_POLL_INTERVAL=SLOW_POLL,
+            TASKQ_NOTIFY_POLL_INTERVAL=SLOW_POLL,
+            TASKQ_NOTIFY_HEALTH_CHECK_INTERVAL=SLOW_POLL,
+        )
+    )
+    channel = Schema(db.schema).wake_channel
+    received: list[str] = []
+    listener = await asyncpg.connect(db.dsn)
+    await listener.add_listener(channel, lambda *args: received.append(args[-1]))
+    try:
+
+        async def worker_listens() -> bool:
+            return bool(
+                await conn.fetchval(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                    " AND query ILIKE 'LISTEN %' AND position($1 in query) > 0"
+                    " AND pid <> $2",
+                    channel,
+                    listener.get_server_pid(),
+                )
+            )
+
+        await eventually(
+            worker_listens, within=30, what="the worker to LISTEN", context=worker.output_tail
+        )
+        enqueued = 0
+        for burst in range(BURSTS):
+
+            async def caller(k: int, burst: int = burst) -> None:
+                for i in range(PER_CALLER):
+                    await client.enqueue(record, Item(n=(burst * CALLERS + k) * PER_CALLER + i))
+
+            await asyncio.gather(*(caller(k) for k in range(CALLERS)))
+            enqueued += CALLERS * PER_CALLER
+
+            async def all_done(expected: int = enqueued) -> bool:
+                done: int = await conn.fetchval(
+                    f"SELECT count(*) FROM {db.schema}.jobs WHERE status = 'succeeded'"
+                )
+                return done == expected
+
+            # 10 s is far below the 120 s poll: only wake-ups can start these jobs in time.
+            await eventually(
+                all_done, within=10, what=f"burst {burst} to succeed", context=worker.output_tail
+            )
+            await asyncio.sleep(0.05)  # idle again before the next burst
+    finally:
+        await listener.close()
+    print(f"[{db.driver}] {enqueued} concurrent enqueues sent {len(received)} wake-ups")
+    assert 0 < len(received) < enqueued
+
+
+async def test_a_job_committed_after_the_wake_up_in_flight_gets_its_own(
+    db: Database, conn: asyncpg.Connection, workers: WorkerSpawner
+) -> None:
+    """The second of two concurrent enqueues is spared the wake-up (the first carries one)
+    but commits long after it, once the worker has run the first job and gone idle: the
+    wake-up it is owed, sent after its commit, is what starts it (polls are minutes apart)."""
+    worker = workers.start(
+        db.worker_env(
+            TASKQ_POLL_INTERVAL=SLOW_POLL,
+            TASKQ_NOTIFY_POLL_INTERVAL=SLOW_POLL,
+            TASKQ_NOTIFY_HEALTH_CHECK_INTERVAL=SLOW_POLL,
+        )
+    )
+    channel = Schema(db.schema).wake_channel
+
+    async def listening() -> bool:
+        return bool(
+            await conn.fetchval(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                " AND query ILIKE 'LISTEN %' AND position($1 in query) > 0",
+                channel,
+            )
+        )
+
+    await eventually(listening, within=30, what="the worker to LISTEN", context=worker.output_tail)
+    # The held insert may wait for its key as long as the test needs.
+    settings = TaskQSettings.load_from_dict(
+        {
+            "pg_dsn": db.dsn,
+            "schema_name": db.schema,
+            "driver": db.driver,
+            "unique_lock_timeout_ms": 30_000,
+        }
+    )
+    async with JobsClient.connect(settings=settings) as client:
+        await _held_job_starts(db, conn, client, worker.output_tail)
+
+
+async def _held_job_starts(
+    db: Database, conn: asyncpg.Connection, client: JobsClient, context: Callable[[], str]
+) -> None:
+    await client.enqueue(record, Item(n=0))  # warms the worker's statements up
+
+    async def succeeded() -> int:
+        return int(
+            await conn.fetchval(f"SELECT count(*) FROM {db.schema}.jobs WHERE status = 'succeeded'")
+        )
+
+    await eventually(lambda: _equals(succeeded, 1), within=10, what="the warm-up job")
+    # An uncommitted rival with the same identity key holds the second insert back.
+    rival = conn.transaction()
+    await rival.start()
+    await conn.execute(
+        f"INSERT INTO {db.schema}.jobs (queue, actor, payload, status, identity_key)"
+        " VALUES ('default', $1, '{}', 'pending', 'held')",
+        record.name,
+    )
+    first = asyncio.ensure_future(client.enqueue(record, Item(n=1)))
+    second = asyncio.ensure_future(client.enqueue(record, Item(n=2), identity_key="held"))
+    await first
+    await eventually(lambda: _equals(succeeded, 2), within=10, what="the first job")
+    await asyncio.sleep(0.05)  # the worker has gone idle: only a wake-up starts the next job
+    assert not second.done()
+    await rival.rollback()
+    await second
+    await eventually(lambda: _equals(succeeded, 3), within=10, what="the held job", context=context)
+
+
+async def _equals(count: Callable[[], Awaitable[int]], expected: int) -> bool:
+    return await count() == expected

@@ -535,7 +535,8 @@ async def test_connect_refuses_bad_overrides_before_opening(
 async def test_from_pool_wraps_a_caller_owned_pool(
     driver: str, backend: MemoryBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """from_<driver>_pool hands the pool, driver and schema to composition; never closes."""
+    """from_<driver>_pool hands the pool, driver and schema to composition; closing the
+    client closes the store it built (sending owed wake-ups), which leaves the pool open."""
     calls: list[tuple[object, str, str]] = []
     store = backend.store()
 
@@ -549,7 +550,8 @@ async def test_from_pool_wraps_a_caller_owned_pool(
     async with make(pool, schema="app_jobs") as client:
         assert client.store is store
     assert calls == [(pool, driver, "app_jobs")]
-    assert await store.get(1) is None  # still open
+    with pytest.raises(StoreUnavailable, match="closed"):
+        await store.get(1)
 
 
 async def test_from_pool_validates_the_schema_first(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -7,7 +7,8 @@
 -- of one statement follow it); a column no job sets is sent as NULL and pads with NULLs.
 -- JSON never travels as jsonb, so the store works whatever jsonb codec a pool has.
 -- :lock_timeout (text, NULL = leave as is) is set transaction-locally before anything
--- can wait; :channel/:wake_queue send one wake-up per statement, delivered on commit.
+-- can wait; :channel/:wake_queue send one wake-up per statement, delivered on commit
+-- (:channel NULL: none; the store's WakeGate owes the queue one instead).
 
 -- name: insert_jobs
 -- Plain multi-row insert; with :check_limits it inserts nothing when a stored max_pending applies (the caller then takes the locked path).
@@ -60,6 +61,7 @@ ins AS (
 woken AS MATERIALIZED (
     SELECT pg_notify(:channel::text, :wake_queue::text)
     FROM (SELECT 1 FROM ins LIMIT 1) AS any_row
+    WHERE :channel::text IS NOT NULL
 )
 SELECT (SELECT g.open FROM gate g) AS open,
        ARRAY(SELECT i.id FROM ins i) AS ids,
@@ -107,7 +109,9 @@ WHERE NOT EXISTS (
     SELECT 1 FROM {schema}.actor_config ac
     WHERE ac.actor = :actor::text AND ac.max_pending IS NOT NULL
 )
-RETURNING id AS inserted_id, pg_notify(:channel::text, :queue::text)::text AS woken
+RETURNING id AS inserted_id,
+          CASE WHEN :channel::text IS NOT NULL
+               THEN pg_notify(:channel::text, :queue::text)::text END AS woken
 
 -- name: insert_job_bare
 -- insert_job for a job that sets no optional column (no schedule, deadline, fairness key, metadata, tags or trace ids) on the database clock: the rest take their column defaults, so six parameters travel instead of fourteen (a single enqueue's statement costs the client about a third less to bind, the server less to parse).
@@ -118,7 +122,9 @@ WHERE NOT EXISTS (
     SELECT 1 FROM {schema}.actor_config ac
     WHERE ac.actor = :actor::text AND ac.max_pending IS NOT NULL
 )
-RETURNING id AS inserted_id, pg_notify(:channel::text, :queue::text)::text AS woken
+RETURNING id AS inserted_id,
+          CASE WHEN :channel::text IS NOT NULL
+               THEN pg_notify(:channel::text, :queue::text)::text END AS woken
 
 -- name: insert_job_keyed
 -- One job with keys in one statement: a stored match wins; else ON CONFLICT DO NOTHING, which waits (bounded) for a racing insert and never fails.
@@ -172,7 +178,7 @@ ins AS (
     RETURNING id
 ),
 woken AS MATERIALIZED (
-    SELECT pg_notify(:channel::text, :queue::text) FROM ins
+    SELECT pg_notify(:channel::text, :queue::text) FROM ins WHERE :channel::text IS NOT NULL
 )
 SELECT (SELECT g.open FROM gate g) AS open,
        (SELECT i.id FROM ins i) AS inserted_id,

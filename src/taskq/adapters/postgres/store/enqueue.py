@@ -23,8 +23,10 @@
   concurrent enqueuers never overshoot.
 
 Every statement that can wait for a lock runs with a transaction-local
-``lock_timeout`` from :class:`LockBudgets`. Each insert statement sends one
-wake-up, delivered when it commits. A bound enqueuer (the caller's own
+``lock_timeout`` from :class:`LockBudgets`. Each insert statement sends at most
+one wake-up, delivered when it commits; the store's own (autocommit) enqueues
+share wake-ups through its :class:`WakeGate`, so concurrent enqueuers do not
+serialise on NOTIFY's commit lock. A bound enqueuer (the caller's own
 connection and transaction) runs each attempt in a savepoint so a lost race
 never aborts the caller's transaction, and gives ``lock_timeout`` back.
 """
@@ -32,14 +34,20 @@ never aborts the caller's transaction, and gives ``lock_timeout`` back.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
 from operator import attrgetter
 from typing import Any, Final, cast
 
-from taskq.adapters.postgres.driver import Driver, LockTimeout, TransientConflict, UniqueConflict
+from taskq.adapters.postgres.driver import (
+    Driver,
+    LockTimeout,
+    Row,
+    TransientConflict,
+    UniqueConflict,
+)
 from taskq.adapters.postgres.schema import Schema
 from taskq.adapters.postgres.store.base import CONFLICT_RETRIES, LockBudgets, lock_timeout_text
 from taskq.adapters.postgres.store.enqueue_copy import copy_chunks, plan_copy
@@ -49,6 +57,7 @@ from taskq.adapters.postgres.store.rows import (
     dump_json_object,
     plain_object,
 )
+from taskq.adapters.postgres.store.wake_gate import WakeGate
 from taskq.domain.errors import (
     EnqueueRefused,
     IdempotencyKeyLockTimeoutError,
@@ -207,9 +216,10 @@ class _Lookup:
 class Enqueuer:
     """Runs enqueues on a driver; shared by the store and by bound enqueuers."""
 
-    def __init__(self, schema: Schema, budgets: LockBudgets) -> None:
+    def __init__(self, schema: Schema, budgets: LockBudgets, gate: WakeGate | None = None) -> None:
         self._schema = schema
         self._budgets = budgets
+        self._gate = gate
 
     async def enqueue_many(
         self, driver: Driver, jobs: Sequence[NewJob], now: datetime | None, *, bound: bool
@@ -242,7 +252,7 @@ class Enqueuer:
             _present_columns((job,))  # validates its timestamps
         if _is_plain(job):
             try:
-                one = await self._insert_one(driver, job, now)
+                one = await self._insert_one(driver, job, now, gated=True)
             except (UniqueConflict, TransientConflict):
                 pass  # the full path runs it again
             else:
@@ -265,9 +275,9 @@ class Enqueuer:
             try:
                 if isolate:
                     async with driver.transaction() as tx:
-                        outcome = await self._attempt(tx, batch, now, limited=limited)
+                        outcome = await self._attempt(tx, batch, now, limited=limited, gated=False)
                 else:
-                    outcome = await self._attempt(driver, batch, now, limited=limited)
+                    outcome = await self._attempt(driver, batch, now, limited=limited, gated=True)
             except (UniqueConflict, TransientConflict):
                 continue
             if isinstance(outcome, list):
@@ -275,41 +285,86 @@ class Enqueuer:
         raise _key_refusal(batch, "enqueue kept losing races for its keys; retry")
 
     async def _attempt(
-        self, driver: Driver, jobs: Sequence[NewJob], now: datetime | None, *, limited: bool
+        self,
+        driver: Driver,
+        jobs: Sequence[NewJob],
+        now: datetime | None,
+        *,
+        limited: bool,
+        gated: bool,
     ) -> list[EnqueueResult] | _Miss:
         """One try at the cheapest path; ``limited``: a stored max_pending is known to
-        apply, so straight to the locked path."""
+        apply, so straight to the locked path. ``gated``: each statement commits on
+        its own, so the wake gate may spare it the wake-up."""
         if limited:
             return await self._locked(driver, _listed(jobs), now)
         options = _options_of(jobs)
         if len(jobs) == 1 and _is_plain(jobs[0]):  # the usual single enqueue, checked first
-            one = await self._insert_one(driver, jobs[0], now)
+            one = await self._insert_one(driver, jobs[0], now, gated=gated)
             if isinstance(one, EnqueueResult):
                 return [one]
         elif not any(j.max_pending is not None for j in options):
             if not any(_is_keyed(j) for j in options):  # a batch: a single one is plain (above)
                 if len(jobs) >= COPY_MIN_JOBS:
-                    ids = await self._copy(driver, jobs, now)
+                    ids = await self._copy(driver, jobs, now, gated=gated)
                 else:
-                    ids = await self._insert(driver, _listed(jobs), now, check_limits=True)
+                    ids = await self._insert(
+                        driver, _listed(jobs), now, check_limits=True, gated=gated
+                    )
                 if isinstance(ids, list):
                     return [build_enqueue_result(job_id) for job_id in ids]
             elif len(jobs) == 1:
-                single = await self._insert_keyed(driver, jobs[0], now)
+                single = await self._insert_keyed(driver, jobs[0], now, gated=gated)
                 if isinstance(single, EnqueueResult):
                     return [single]
                 if single is _RACED:
                     return _RACED
             else:
-                results = await self._lookup_and_insert(driver, _listed(jobs), now, locked=False)
+                results = await self._lookup_and_insert(
+                    driver, _listed(jobs), now, locked=False, gated=gated
+                )
                 if isinstance(results, list):
                     return results
         return await self._locked(driver, _listed(jobs), now)
 
+    # --- wake-ups ----------------------------------------------------------------------
+
+    def _channel(self, queue: str, gated: bool) -> str | None:
+        """The wake channel when the statement waking ``queue`` carries the wake-up, else
+        None (the gate then owes the queue one: report the statement to :meth:`_done`)."""
+        if not gated or self._gate is None or self._gate.carries(queue):
+            return self._schema.wake_channel
+        return None
+
+    def _done(self, queue: str, gated: bool, channel: str | None, *, wrote: bool) -> None:
+        if gated and self._gate is not None:
+            self._gate.done(queue, carried=channel is not None, wrote=wrote)
+
+    async def _waking_row(
+        self,
+        driver: Driver,
+        query: str,
+        wake: str,
+        /,
+        *,
+        gated: bool,
+        wrote: Callable[[Row | None], bool],
+        **params: object,
+    ) -> Row | None:
+        """``fetchrow`` of an insert statement that wakes queue ``wake`` (or is spared it)."""
+        channel = self._channel(wake, gated)
+        try:
+            row = await driver.fetchrow(query, channel=channel, **params)
+        except BaseException:
+            self._done(wake, gated, channel, wrote=True)  # it may have committed
+            raise
+        self._done(wake, gated, channel, wrote=wrote(row))
+        return row
+
     # --- the statements ---------------------------------------------------------------
 
     async def _copy(
-        self, driver: Driver, jobs: Sequence[NewJob], now: datetime | None
+        self, driver: Driver, jobs: Sequence[NewJob], now: datetime | None, *, gated: bool
     ) -> list[int] | _Miss:
         """COPY plain ``jobs`` in order; their ids (ascending = input order), or LIMITED."""
         uniform = jobs.template if isinstance(jobs, UniformJobs) else None
@@ -336,9 +391,15 @@ class Enqueuer:
         # Rendered while the server loads the previous chunk.
         data = copy_chunks(payloads, ids, options)
         await driver.copy_in(self._schema.name, "jobs", plan.columns, data)
-        await driver.execute(
-            "wake_queue", channel=self._schema.wake_channel, wake_queue=_wake_queue(jobs)
-        )
+        queue = _wake_queue(jobs)
+        channel = self._channel(queue, gated)
+        if channel is None:
+            self._done(queue, gated, channel, wrote=True)
+            return ids
+        try:
+            await driver.execute("wake_queue", channel=channel, wake_queue=queue)
+        finally:
+            self._done(queue, gated, channel, wrote=True)
         return ids
 
     async def _insert(
@@ -348,14 +409,20 @@ class Enqueuer:
         now: datetime | None,
         *,
         check_limits: bool,
+        gated: bool,
     ) -> list[int] | _Miss:
         """Insert ``jobs`` in order; their ids (ascending = input order), or LIMITED."""
         budget = self._key_budget(jobs)
         present = _present_columns(jobs)
         documents = _Documents.of(jobs)
+        queue = _wake_queue(jobs)
         try:
-            row = await driver.fetchrow(
+            row = await self._waking_row(
+                driver,
                 "insert_jobs",
+                queue,
+                gated=gated,
+                wrote=lambda r: r is not None and bool(r["ids"]),
                 now=now,
                 lock_timeout=None if budget is None else lock_timeout_text(budget),
                 check_limits=check_limits,
@@ -374,8 +441,7 @@ class Enqueuer:
                 tags=documents.tags,
                 trace_id=_optional(jobs, "trace_id", present),
                 span_id=_optional(jobs, "span_id", present),
-                channel=self._schema.wake_channel,
-                wake_queue=_wake_queue(jobs),
+                wake_queue=queue,
             )
         except LockTimeout as exc:
             raise _key_refusal(jobs, f"gave up waiting for a key lock: {exc}") from exc
@@ -389,22 +455,29 @@ class Enqueuer:
         return ids
 
     async def _insert_one(
-        self, driver: Driver, job: NewJob, now: datetime | None
+        self, driver: Driver, job: NewJob, now: datetime | None, *, gated: bool
     ) -> EnqueueResult | _Miss:
         """One job without keys (the usual single enqueue); its result, or LIMITED."""
         if now is None and _is_bare(job):
-            row = await driver.fetchrow(
+            row = await self._waking_row(
+                driver,
                 "insert_job_bare",
+                job.queue,
+                gated=gated,
+                wrote=_is_row,
                 queue=job.queue,
                 actor=job.actor,
                 payload=dump_json_object(job.payload),
                 priority=job.priority,
                 max_attempts=job.max_attempts,
-                channel=self._schema.wake_channel,
             )
         else:
-            row = await driver.fetchrow(
+            row = await self._waking_row(
+                driver,
                 "insert_job",
+                job.queue,
+                gated=gated,
+                wrote=_is_row,
                 now=now,
                 queue=job.queue,
                 actor=job.actor,
@@ -418,19 +491,22 @@ class Enqueuer:
                 tags=list(job.tags),
                 trace_id=job.trace_id,
                 span_id=job.span_id,
-                channel=self._schema.wake_channel,
             )
         if row is None:  # nothing written: a stored max_pending applies
             return _LIMITED
         return build_enqueue_result(row["inserted_id"])
 
     async def _insert_keyed(
-        self, driver: Driver, job: NewJob, now: datetime | None
+        self, driver: Driver, job: NewJob, now: datetime | None, *, gated: bool
     ) -> EnqueueResult | _Miss:
         budget = self._key_budget([job])
         try:
-            row = await driver.fetchrow(
+            row = await self._waking_row(
+                driver,
                 "insert_job_keyed",
+                job.queue,
+                gated=gated,
+                wrote=lambda r: r is not None and r["inserted_id"] is not None,
                 now=now,
                 lock_timeout=None if budget is None else lock_timeout_text(budget),
                 queue=job.queue,
@@ -447,7 +523,6 @@ class Enqueuer:
                 tags=dump_json(list(job.tags)) if job.tags else None,
                 trace_id=job.trace_id,
                 span_id=job.span_id,
-                channel=self._schema.wake_channel,
             )
         except LockTimeout as exc:
             raise _key_refusal([job], f"gave up waiting for a key lock: {exc}") from exc
@@ -473,10 +548,17 @@ class Enqueuer:
                 raise MaxPendingLockTimeoutError(
                     f"gave up waiting for the max_pending lock: {exc}"
                 ) from exc
-            return await self._lookup_and_insert(tx, batch, now, locked=True)
+            # In a transaction: the insert carries its wake-up to the commit.
+            return await self._lookup_and_insert(tx, batch, now, locked=True, gated=False)
 
     async def _lookup_and_insert(
-        self, driver: Driver, batch: list[NewJob], now: datetime | None, *, locked: bool
+        self,
+        driver: Driver,
+        batch: list[NewJob],
+        now: datetime | None,
+        *,
+        locked: bool,
+        gated: bool,
     ) -> list[EnqueueResult] | _Miss:
         lookup = await self._lookup(driver, batch, count_waiting=locked)
         if not locked and any(v is not None for v in lookup.stored_max_pending.values()):
@@ -484,7 +566,9 @@ class Enqueuer:
         refs, to_insert = self._apply_rules(batch, lookup, enforce_limits=locked)
         ids: list[int] = []
         if to_insert:
-            inserted = await self._insert(driver, to_insert, now, check_limits=not locked)
+            inserted = await self._insert(
+                driver, to_insert, now, check_limits=not locked, gated=gated
+            )
             if not isinstance(inserted, list):
                 return inserted
             ids = inserted
@@ -561,6 +645,10 @@ class Enqueuer:
         if not budgets:
             return None
         return 0.0 if any(b <= 0 for b in budgets) else max(budgets)
+
+
+def _is_row(row: Row | None) -> bool:
+    return row is not None
 
 
 class BoundEnqueuer:

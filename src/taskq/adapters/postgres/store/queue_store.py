@@ -18,6 +18,7 @@ from taskq.adapters.postgres.store.maintenance import MaintenanceOps
 from taskq.adapters.postgres.store.queues import QueueOps
 from taskq.adapters.postgres.store.reads import ReadOps
 from taskq.adapters.postgres.store.retention import RetentionOps
+from taskq.adapters.postgres.store.wake_gate import WakeGate
 from taskq.adapters.postgres.store.workers import WorkerOps
 from taskq.domain.job import EnqueueResult, NewJob
 from taskq.domain.storable import check_new_job, check_new_jobs
@@ -70,7 +71,8 @@ class PostgresQueueStore(
         on_close: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         super().__init__(driver, schema=schema, budgets=budgets, on_close=on_close)
-        self._enqueuer = Enqueuer(schema, self._budgets)
+        self._wake_gate = WakeGate(self._send_wake)
+        self._enqueuer = Enqueuer(schema, self._budgets, self._wake_gate)
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
@@ -79,6 +81,16 @@ class PostgresQueueStore(
     @property
     def capabilities(self) -> frozenset[str]:
         return POSTGRES_CAPABILITIES
+
+    async def _send_wake(self, queue: str) -> None:
+        await self._driver.execute(
+            "wake_queue", channel=self._schema.wake_channel, wake_queue=queue
+        )
+
+    async def close(self) -> None:
+        if not self._closed:
+            await self._wake_gate.aclose()  # owed wake-ups go out before the pool closes
+        await super().close()
 
     async def ping(self) -> None:
         self._begin()
