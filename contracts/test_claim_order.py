@@ -246,7 +246,9 @@ async def test_claim_batches_match_the_reference_model(harness: Harness, seed: i
 @pytest.mark.parametrize("seed", range(1, 5))
 async def test_fifo_claims_take_the_head_of_a_large_queue(harness: Harness, seed: int) -> None:
     """Uncapped actors on strict_fifo queues, many more jobs than a claim takes: each
-    claim is the model's head (the case adapters answer with a FIFO shortcut)."""
+    claim is the model's head (the case adapters answer with a FIFO shortcut). Jobs with
+    and without fairness keys are interleaved: a key changes nothing on such a queue,
+    wherever an adapter keeps the two kinds."""
     rng = random.Random(seed)
     store = harness.store
     ids = [
@@ -256,6 +258,7 @@ async def test_fifo_claims_take_the_head_of_a_large_queue(harness: Harness, seed
                 actor=rng.choice(ACTORS),
                 queue=rng.choice(["q1", "q2"]),
                 priority=rng.choice([-3, 0, 0, 1, 7]),
+                fairness_key=rng.choice([None, None, "", "k1", "k2", "__null__"]),
             ),
             now=at(rng.randint(0, 9)),
         )

@@ -158,7 +158,10 @@ async def test_up_twice_gives_one_complete_schema(dsn: str, schema: str) -> None
     ]
     assert [c for _, _, c in before["migrations"]] == [m.checksum for m in discover_migrations()]
     indexes = dict(before["indexes"])
-    assert "WHERE ((status)::text = 'pending'::text)" in indexes["jobs_dispatch_idx"]
+    dispatch = indexes["jobs_dispatch_idx"]
+    assert "WHERE (((status)::text = 'pending'::text) AND (queue IS NOT NULL))" in dispatch
+    assert "'__null__'::text))::integer), priority DESC, scheduled_at, id)" in dispatch
+    assert "'__null__'::text) <> '__null__'::text))" in indexes["jobs_cohort_idx"]  # keyed only
     assert "UNIQUE" in indexes["jobs_identity_key_uidx"]
 
 

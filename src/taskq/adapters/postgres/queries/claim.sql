@@ -3,17 +3,18 @@
 --
 -- A claim computes exactly taskq.domain.dispatch.select_for_dispatch.
 -- claim_fifo, the common case (only strict_fifo queues, no capped actor): per requested
--- queue an index scan of jobs_dispatch_idx in dispatch order with LIMIT, locked with
+-- queue two index scans of jobs_dispatch_idx in dispatch order with LIMIT (its range 0,
+-- jobs without a fairness key, and range 1, jobs with one: migration 0009), locked with
 -- SKIP LOCKED, merged. The actor filter is written array_position(...) IS NOT NULL on
 -- purpose: no index can serve it and the planner assumes it passes almost every row, so
 -- even stale statistics never lure it onto an actor index plus a sort of the whole
 -- queue; the ordered scan with LIMIT stays the cheapest plan. claim_fifo reads the queue
 -- modes and capped actors itself and claims nothing when either applies; then claim_mixed
 -- runs, on a bounded candidate set that provably holds everything the model can take:
---   (a) uncapped actors: per requested strict_fifo queue its top :limit jobs (their union
---       holds the top :limit of the one strict_fifo cohort); on round_robin queues every
---       due job ranked in its fairness cohort, kept up to rank :limit (the one part that
---       reads a whole queue: no index leads with the fairness key to enumerate cohorts);
+--   (a) uncapped actors: per requested strict_fifo queue its top :limit jobs of each range
+--       (their union holds the top :limit of the one strict_fifo cohort); on round_robin
+--       queues up to :limit due jobs of each cohort, the keyed cohorts walked in
+--       jobs_cohort_idx and the '__null__' one read as range 0 of jobs_dispatch_idx;
 --   (b) each capped actor: its top residual jobs in FIFO order (stage 1, exactly);
 -- then stage 2 with window functions: round = rank in cohort, ordered by
 -- (round, priority desc, scheduled_at, id), LIMIT :limit. A cohort's top :limit eligible
@@ -44,11 +45,13 @@ simple AS MATERIALIZED (
 picked AS MATERIALIZED (
     SELECT c.id, row_number() OVER (ORDER BY c.priority DESC, c.scheduled_at, c.id) AS ord
     FROM unnest(:queues::text[]) AS q(name)
+    CROSS JOIN (VALUES (0), (1)) AS k(keyed)
     CROSS JOIN LATERAL (
         SELECT j.id, j.priority, j.scheduled_at
         FROM {schema}.jobs j
         WHERE j.status = 'pending'
           AND j.queue = q.name
+          AND (coalesce(nullif(j.fairness_key, ''), '__null__') <> '__null__')::integer = k.keyed
           AND array_position(:actors::text[], j.actor) IS NOT NULL
           AND j.scheduled_at <= (SELECT r.now FROM req r)
         ORDER BY j.priority DESC, j.scheduled_at, j.id
@@ -158,24 +161,34 @@ simple AS MATERIALIZED (
 picked AS MATERIALIZED (
     SELECT c.id, row_number() OVER (ORDER BY c.priority DESC, c.scheduled_at, c.id) AS ord
     FROM (
-        SELECT l.id, l.priority, l.scheduled_at
-        FROM (
-            SELECT j.id, j.priority, j.scheduled_at
-            FROM {schema}.jobs j
-            WHERE j.status = 'pending'
-              AND j.queue = :queue::text
-              AND array_position(:actors::text[], j.actor) IS NOT NULL
-              AND j.scheduled_at <= (SELECT r.now FROM req r)
-            ORDER BY j.priority DESC, j.scheduled_at, j.id
-            -- A constant bound under the :limit one: a generic plan then costs what a
-            -- custom one does (a parameter LIMIT alone is estimated at 10% of the
-            -- queue), so the prepared claim is planned once, not on every call. The
-            -- store never asks for more than CLAIM_BATCH_MAX (= this bound) rows.
-            LIMIT 128
-            FOR UPDATE OF j SKIP LOCKED
-        ) AS l
-        -- Right on the locking scan, with no sort in between (a sort would pull, and
-        -- lock, all 128): rows arrive in index order and only the ones taken are locked.
+        -- Both ranges of the queue in jobs_dispatch_idx (0: no fairness key, 1: a key),
+        -- merged; the range a queue does not use costs one empty probe.
+        SELECT r.id, r.priority, r.scheduled_at
+        FROM (VALUES (0), (1)) AS k(keyed)
+        CROSS JOIN LATERAL (
+            SELECT l.id, l.priority, l.scheduled_at
+            FROM (
+                SELECT j.id, j.priority, j.scheduled_at
+                FROM {schema}.jobs j
+                WHERE j.status = 'pending'
+                  AND j.queue = :queue::text
+                  AND (coalesce(nullif(j.fairness_key, ''), '__null__') <> '__null__')::integer = k.keyed
+                  AND array_position(:actors::text[], j.actor) IS NOT NULL
+                  AND j.scheduled_at <= (SELECT r.now FROM req r)
+                ORDER BY j.priority DESC, j.scheduled_at, j.id
+                -- A constant bound under the :limit one: a generic plan then costs what a
+                -- custom one does (a parameter LIMIT alone is estimated at 10% of the
+                -- queue), so the prepared claim is planned once, not on every call. The
+                -- store never asks for more than CLAIM_BATCH_MAX (= this bound) rows.
+                LIMIT 128
+                FOR UPDATE OF j SKIP LOCKED
+            ) AS l
+            -- Right on the locking scan, with no sort in between (a sort would pull, and
+            -- lock, all 128): rows arrive in index order and only the ones taken are
+            -- locked (a queue holding both kinds locks at most :limit more, until commit).
+            LIMIT :limit
+        ) AS r
+        ORDER BY r.priority DESC, r.scheduled_at, r.id
         LIMIT :limit
     ) AS c
     WHERE (SELECT s.yes FROM simple s)
@@ -245,11 +258,13 @@ caps AS MATERIALIZED (
 fifo_cand AS (
     SELECT c.*
     FROM unnest(:queues::text[]) AS q(name)
+    CROSS JOIN (VALUES (0), (1)) AS k(keyed)
     CROSS JOIN LATERAL (
         SELECT j.id, j.queue, j.priority, j.scheduled_at, j.fairness_key
         FROM {schema}.jobs j
         WHERE j.status = 'pending'
           AND j.queue = q.name
+          AND (coalesce(nullif(j.fairness_key, ''), '__null__') <> '__null__')::integer = k.keyed
           AND array_position(:actors::text[], j.actor) IS NOT NULL
           AND j.actor NOT IN (SELECT cf.actor FROM cfg cf)
           AND j.scheduled_at <= (SELECT r.now FROM req r)
@@ -259,9 +274,10 @@ fifo_cand AS (
     ) AS c
     WHERE q.name NOT IN (SELECT rq.name FROM rr rq)
 ),
-rr_cohort AS (
-    -- Each cohort with pending jobs in each round_robin queue, walked in jobs_cohort_idx:
-    -- one probe per cohort, which lands on the cohort's first job in dispatch order.
+rr_keyed AS (
+    -- Each cohort with a fairness key and pending jobs in each round_robin queue, walked
+    -- in jobs_cohort_idx: one probe per cohort, which lands on the cohort's first job in
+    -- dispatch order.
     SELECT f.*
     FROM rr rq
     CROSS JOIN LATERAL (
@@ -272,15 +288,14 @@ rr_cohort AS (
                    AND j.scheduled_at <= (SELECT r.now FROM req r) AS eligible
         FROM {schema}.jobs j
         WHERE j.status = 'pending' AND j.queue = rq.name
-          -- Always true; stated so that jobs_cohort_idx may serve it (see migration 0007).
-          AND coalesce(nullif(j.fairness_key, ''), '__null__') IS NOT NULL
+          AND coalesce(nullif(j.fairness_key, ''), '__null__') <> '__null__'
         ORDER BY coalesce(nullif(j.fairness_key, ''), '__null__'), j.priority DESC,
                  j.scheduled_at, j.id
         LIMIT 1
     ) AS f
     UNION ALL
     SELECT f.*
-    FROM rr_cohort rc
+    FROM rr_keyed rc
     CROSS JOIN LATERAL (
         SELECT j.id, j.queue, j.priority, j.scheduled_at, j.fairness_key,
                coalesce(nullif(j.fairness_key, ''), '__null__') AS cohort,
@@ -290,8 +305,29 @@ rr_cohort AS (
         FROM {schema}.jobs j
         WHERE j.status = 'pending' AND j.queue = rc.queue
           AND coalesce(nullif(j.fairness_key, ''), '__null__') > rc.cohort
+          AND coalesce(nullif(j.fairness_key, ''), '__null__') <> '__null__'
         ORDER BY coalesce(nullif(j.fairness_key, ''), '__null__'), j.priority DESC,
                  j.scheduled_at, j.id
+        LIMIT 1
+    ) AS f
+),
+rr_cohort AS (
+    -- The keyed cohorts and the '__null__' one (jobs without a key): its first job is the
+    -- first of the queue's range 0 of jobs_dispatch_idx.
+    SELECT * FROM rr_keyed
+    UNION ALL
+    SELECT f.*
+    FROM rr rq
+    CROSS JOIN LATERAL (
+        SELECT j.id, j.queue, j.priority, j.scheduled_at, j.fairness_key,
+               '__null__'::text AS cohort,
+               array_position(:actors::text[], j.actor) IS NOT NULL
+                   AND j.actor NOT IN (SELECT cf.actor FROM cfg cf)
+                   AND j.scheduled_at <= (SELECT r.now FROM req r) AS eligible
+        FROM {schema}.jobs j
+        WHERE j.status = 'pending' AND j.queue = rq.name
+          AND (coalesce(nullif(j.fairness_key, ''), '__null__') <> '__null__')::integer = 0
+        ORDER BY j.priority DESC, j.scheduled_at, j.id
         LIMIT 1
     ) AS f
 ),
@@ -305,16 +341,36 @@ rr_head AS MATERIALIZED (
     SELECT rc.cohort, c.*
     FROM rr_cohort rc
     CROSS JOIN LATERAL (
+        -- One branch runs: a keyed cohort is a range of jobs_cohort_idx, the '__null__'
+        -- cohort range 0 of jobs_dispatch_idx.
+        (
             SELECT j.id, j.queue, j.priority, j.scheduled_at, j.fairness_key
             FROM {schema}.jobs j
-            WHERE j.status = 'pending'
+            WHERE rc.cohort <> '__null__'
+              AND j.status = 'pending'
               AND j.queue = rc.queue
               AND coalesce(nullif(j.fairness_key, ''), '__null__') = rc.cohort
+              AND coalesce(nullif(j.fairness_key, ''), '__null__') <> '__null__'
               AND array_position(:actors::text[], j.actor) IS NOT NULL
               AND j.actor NOT IN (SELECT cf.actor FROM cfg cf)
               AND j.scheduled_at <= (SELECT r.now FROM req r)
             ORDER BY j.priority DESC, j.scheduled_at, j.id
             LIMIT 1
+        )
+        UNION ALL
+        (
+            SELECT j.id, j.queue, j.priority, j.scheduled_at, j.fairness_key
+            FROM {schema}.jobs j
+            WHERE rc.cohort = '__null__'
+              AND j.status = 'pending'
+              AND j.queue = rc.queue
+              AND (coalesce(nullif(j.fairness_key, ''), '__null__') <> '__null__')::integer = 0
+              AND array_position(:actors::text[], j.actor) IS NOT NULL
+              AND j.actor NOT IN (SELECT cf.actor FROM cfg cf)
+              AND j.scheduled_at <= (SELECT r.now FROM req r)
+            ORDER BY j.priority DESC, j.scheduled_at, j.id
+            LIMIT 1
+        )
     ) AS c
     WHERE NOT rc.eligible
 ),
@@ -324,17 +380,38 @@ rr_rest AS (
     SELECT rc.cohort, c.*
     FROM rr_cohort rc
     CROSS JOIN LATERAL (
+        -- One branch runs: a keyed cohort is a range of jobs_cohort_idx, the '__null__'
+        -- cohort range 0 of jobs_dispatch_idx.
+        (
             SELECT j.id, j.queue, j.priority, j.scheduled_at, j.fairness_key
             FROM {schema}.jobs j
-            WHERE j.status = 'pending'
+            WHERE rc.cohort <> '__null__'
+              AND j.status = 'pending'
               AND j.queue = rc.queue
               AND coalesce(nullif(j.fairness_key, ''), '__null__') = rc.cohort
+              AND coalesce(nullif(j.fairness_key, ''), '__null__') <> '__null__'
               AND array_position(:actors::text[], j.actor) IS NOT NULL
               AND j.actor NOT IN (SELECT cf.actor FROM cfg cf)
               AND j.scheduled_at <= (SELECT r.now FROM req r)
             ORDER BY j.priority DESC, j.scheduled_at, j.id
             OFFSET 1
             LIMIT :limit - 1
+        )
+        UNION ALL
+        (
+            SELECT j.id, j.queue, j.priority, j.scheduled_at, j.fairness_key
+            FROM {schema}.jobs j
+            WHERE rc.cohort = '__null__'
+              AND j.status = 'pending'
+              AND j.queue = rc.queue
+              AND (coalesce(nullif(j.fairness_key, ''), '__null__') <> '__null__')::integer = 0
+              AND array_position(:actors::text[], j.actor) IS NOT NULL
+              AND j.actor NOT IN (SELECT cf.actor FROM cfg cf)
+              AND j.scheduled_at <= (SELECT r.now FROM req r)
+            ORDER BY j.priority DESC, j.scheduled_at, j.id
+            OFFSET 1
+            LIMIT :limit - 1
+        )
     ) AS c
     WHERE (SELECT count(DISTINCT h.cohort) FROM rr_head h) < :limit
 ),
