@@ -355,6 +355,16 @@ def enqueue_rows(rounds: Sequence[Round]) -> list[Row]:
         )
     singles = [single for r in rounds for single in r.singles.values()]
     if singles:
+        # The baseline's own price of a wake-up per statement (TaskQ's must pay it too).
+        rows.append(
+            report.ratio_row(
+                "(b) raw single-row INSERT with a pg_notify",
+                [single.notify_rate for single in singles],
+                [single.raw_rate for single in singles],
+                "single INSERT, in turns",
+                None,
+            )
+        )
         # What the server's share allows: the same statement with no client work.
         rows.append(
             report.ratio_row(

@@ -129,6 +129,8 @@ SINGLE_CHUNK: Final = 250
 class SingleResult:
     """``client.enqueue`` one at a time, and the raw single INSERT measured in turns with it.
 
+    ``notify_rate``: the raw INSERT with a ``pg_notify`` in its ``RETURNING``, in the
+    same turns: what a wake-up per enqueue statement costs the baseline itself.
     ``statement_rate``: the store's own INSERT (``insert_job_bare``) prepared on
     the raw INSERT's bare connection, in the same turns: the server's share of a
     single enqueue, with no client work but the baseline's.
@@ -137,6 +139,7 @@ class SingleResult:
     rate: float
     raw_rate: float
     statement_rate: float
+    notify_rate: float
 
 
 async def enqueue_single(dsn: str, driver: str, n: int) -> SingleResult:
@@ -159,18 +162,25 @@ async def enqueue_single(dsn: str, driver: str, n: int) -> SingleResult:
             await statement(min(50, n))
             for i in range(min(50, n)):
                 await client.enqueue(noop_actors.noop, {"n": -i})
-            ours = raw = alone = 0.0
+            notifying = await conn.prepare(
+                baseline.INSERT_SQL.format(table=table) + " RETURNING pg_notify('bench_wake', '')"
+            )
+            ours = raw = alone = woken = 0.0
             for start in range(0, n, SINGLE_CHUNK):
                 count = min(SINGLE_CHUNK, n - start)
                 raw += await baseline.single_inserts(conn, table, count)
                 alone += await statement(count)
                 with Stopwatch() as sw:
                     for i in range(start, start + count):
+                        await notifying.fetchrow(f'{{"n":{i}}}')
+                woken += sw.seconds
+                with Stopwatch() as sw:
+                    for i in range(start, start + count):
                         await client.enqueue(noop_actors.noop, {"n": i})
                 ours += sw.seconds
         finally:
             await conn.close()
-    return SingleResult(n / ours, n / raw, n / alone)
+    return SingleResult(n / ours, n / raw, n / alone, n / woken)
 
 
 #: Callers enqueueing at once in the concurrent single-enqueue measurement.
