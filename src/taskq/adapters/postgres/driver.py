@@ -8,8 +8,9 @@ are unique across :data:`STORE_QUERY_FAMILIES`); parameters are keywords.
 Error boundary: a driver raises only domain errors and the three internal
 signals below, all ``from`` the driver's own exception:
 
-- connection lost, server unreachable, pool closed, statement timeout
-  → :class:`~taskq.domain.errors.StoreUnavailable`;
+- connection lost, server unreachable, pool closed, statement timeout, a server
+  that cannot serve now (out of disk or memory, too many connections, I/O error)
+  or only reads (a standby: SQLSTATE 25006) → :class:`~taskq.domain.errors.StoreUnavailable`;
 - ``lock_timeout`` expired (SQLSTATE 55P03) → :class:`LockTimeout`;
 - a unique index refused a row (23505) → :class:`UniqueConflict`;
 - deadlock or serialization failure (40P01, 40001) → :class:`TransientConflict`;
@@ -55,10 +56,15 @@ SQLSTATE_NOT_NULL_VIOLATION: Final = "23502"
 SQLSTATE_DEADLOCK: Final = "40P01"
 SQLSTATE_SERIALIZATION: Final = "40001"
 SQLSTATE_QUERY_CANCELED: Final = "57014"
+#: A write on a server that only reads: a standby (a failover not yet finished, a DSN
+#: pointing at a replica) or default_transaction_read_only.
+SQLSTATE_READ_ONLY: Final = "25006"
 #: A missing schema, table, column, function or type: the schema is not (fully) migrated.
 SQLSTATE_MISSING_OBJECT: Final = frozenset({"3F000", "42P01", "42703", "42883", "42704"})
 #: Class 08 (connection exception) and class 57 (operator intervention) mean "unavailable".
-UNAVAILABLE_CLASSES: Final = ("08", "57")
+#: 08 connection exception, 53 insufficient resources (disk full, out of memory, too many
+#: connections), 57 operator intervention, 58 system error (I/O): the server cannot serve now.
+UNAVAILABLE_CLASSES: Final = ("08", "53", "57", "58")
 #: Class 22 (data exception): a value the column cannot hold.
 DATA_EXCEPTION_CLASS: Final = "22"
 
@@ -175,6 +181,11 @@ def sqlstate_error(sqlstate: str | None, reason: str, constraint: str | None) ->
         return UniqueConflict(reason, constraint)
     if sqlstate in (SQLSTATE_DEADLOCK, SQLSTATE_SERIALIZATION):
         return TransientConflict(f"transaction conflict: {reason}")
+    if sqlstate == SQLSTATE_READ_ONLY:
+        return StoreUnavailable(
+            f"Postgres is unavailable for writes: {reason} (the server is read-only: "
+            "a standby, or default_transaction_read_only is on; TaskQ needs the primary)"
+        )
     if unavailable_sqlstate(sqlstate):
         return StoreUnavailable(f"Postgres is unavailable: {reason}")
     if value_sqlstate(sqlstate):

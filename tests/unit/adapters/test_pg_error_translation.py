@@ -1,0 +1,50 @@
+"""Which server errors mean "the database cannot serve now": the store raises StoreUnavailable.
+
+Those a worker rides out like an outage (its beats and claims fail and are
+tried again) instead of crashing on a driver exception, and an application
+can retry: a server out of disk, memory or connections, an I/O error, an
+operator's shutdown, and a server that only reads (a standby during a
+failover).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from taskq.adapters.postgres.driver import sqlstate_error
+from taskq.domain.errors import StoreUnavailable
+
+
+@pytest.mark.parametrize(
+    "sqlstate",
+    [
+        "08006",  # connection failure
+        "53100",  # disk full
+        "53200",  # out of memory
+        "53300",  # too many connections
+        "57P01",  # admin shutdown
+        "57P03",  # cannot connect now (starting up, shutting down)
+        "58030",  # I/O error
+    ],
+)
+def test_a_server_that_cannot_serve_now_is_unavailable(sqlstate: str) -> None:
+    error = sqlstate_error(sqlstate, "the server's words", None)
+    assert type(error) is StoreUnavailable
+    assert str(error) == "Postgres is unavailable: the server's words"
+
+
+def test_a_read_only_server_is_unavailable_for_writes() -> None:
+    error = sqlstate_error("25006", "cannot execute INSERT in a read-only transaction", None)
+    assert type(error) is StoreUnavailable
+    assert str(error) == (
+        "Postgres is unavailable for writes: cannot execute INSERT in a read-only transaction "
+        "(the server is read-only: a standby, or default_transaction_read_only is on; "
+        "TaskQ needs the primary)"
+    )
+
+
+@pytest.mark.parametrize("sqlstate", ["25001", "25P02", "42601", "XX000", None])
+def test_other_states_are_not_outages(sqlstate: str | None) -> None:
+    """The caller's transaction state, a syntax error, an internal error: not retried as
+    outages (an aborted transaction of the caller's stays the driver's own, clear, error)."""
+    assert sqlstate_error(sqlstate, "words", None) is None
