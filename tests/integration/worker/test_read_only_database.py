@@ -11,14 +11,11 @@ a client gets ``StoreUnavailable`` saying the server is read-only.
 from __future__ import annotations
 
 import asyncio
-import secrets
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 import pytest
 from tests.integration.worker.actors_fixture import SIDE_EFFECTS_DSN, Item, record
+from tests.integration.worker.roles import DOCUMENTED_GRANTS, as_user, kill_sessions, login_role
 from tests.integration.worker.support import (
     Database,
     WorkerSpawner,
@@ -34,49 +31,19 @@ pytestmark = pytest.mark.integration
 JOBS = 20
 
 
-def _as_user(dsn: str, user: str) -> str:
-    parts = urlsplit(dsn)
-    host = parts.netloc.rpartition("@")[2]
-    return urlunsplit(parts._replace(netloc=f"{user}@{host}"))
-
-
-@asynccontextmanager
-async def worker_role(conn: asyncpg.Connection, schema: str) -> AsyncIterator[str]:
-    """A login role with full use of ``schema`` (the server trusts local logins)."""
-    role = f"taskq_ro_{secrets.token_hex(4)}"
-    await conn.execute(
-        f"CREATE ROLE {role} LOGIN;"
-        f" GRANT USAGE ON SCHEMA {schema} TO {role};"
-        f" GRANT ALL ON ALL TABLES IN SCHEMA {schema} TO {role};"
-        f" GRANT ALL ON ALL SEQUENCES IN SCHEMA {schema} TO {role};"
-        f" GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA {schema} TO {role}"
-    )
-    try:
-        yield role
-    finally:
-        await _kill_sessions(conn, role)
-        await conn.execute(f"DROP OWNED BY {role}; DROP ROLE {role}")
-
-
-async def _kill_sessions(conn: asyncpg.Connection, role: str) -> None:
-    await conn.execute(
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1", role
-    )
-
-
 async def _read_only(conn: asyncpg.Connection, role: str, on: bool) -> None:
     if on:
         await conn.execute(f"ALTER ROLE {role} SET default_transaction_read_only = on")
     else:
         await conn.execute(f"ALTER ROLE {role} RESET default_transaction_read_only")
-    await _kill_sessions(conn, role)  # new sessions take the role's setting
+    await kill_sessions(conn, role)  # new sessions take the role's setting
 
 
 async def test_a_worker_rides_out_a_read_only_database(
     db: Database, conn: asyncpg.Connection, client: JobsClient, workers: WorkerSpawner
 ) -> None:
-    async with worker_role(conn, db.schema) as role:
-        role_dsn = _as_user(db.dsn, role)
+    async with login_role(conn, db.schema, DOCUMENTED_GRANTS) as role:
+        role_dsn = as_user(db.dsn, role)
         worker = workers.start(
             db.worker_env(
                 TASKQ_PG_DSN=role_dsn,

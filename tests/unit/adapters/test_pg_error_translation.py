@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from taskq.adapters.postgres.driver import sqlstate_error
-from taskq.domain.errors import StoreUnavailable
+from taskq.domain.errors import ConfigurationError, StoreUnavailable
 
 
 @pytest.mark.parametrize(
@@ -48,3 +48,13 @@ def test_other_states_are_not_outages(sqlstate: str | None) -> None:
     """The caller's transaction state, a syntax error, an internal error: not retried as
     outages (an aborted transaction of the caller's stays the driver's own, clear, error)."""
     assert sqlstate_error(sqlstate, "words", None) is None
+
+
+def test_a_missing_privilege_is_a_configuration_error_naming_the_grants() -> None:
+    error = sqlstate_error("42501", "permission denied for table jobs", None)
+    assert type(error) is ConfigurationError
+    assert str(error).startswith(
+        "the database role TaskQ connects as lacks a privilege it needs "
+        "(permission denied for table jobs): grant it USAGE on the TaskQ schema, SELECT, "
+        "INSERT, UPDATE and DELETE on the schema's tables and USAGE on its sequences"
+    )

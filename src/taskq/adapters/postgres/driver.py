@@ -17,7 +17,8 @@ signals below, all ``from`` the driver's own exception:
 - a value the database cannot store (class 22, check violations 23514)
   → ``ValueError``, as the memory adapter raises for unstorable values;
 - a missing schema, table, column, function or type (the schema was never
-  migrated, or is older than this TaskQ) → :class:`~taskq.domain.errors.SchemaNotMigrated`.
+  migrated, or is older than this TaskQ) → :class:`~taskq.domain.errors.SchemaNotMigrated`;
+- a privilege the role lacks (42501) → :class:`~taskq.domain.errors.ConfigurationError`.
 
 The core turns the internal signals into the matching domain error (a lock
 timeout while waiting for the max_pending lock is ``MaxPendingLockTimeoutError``)
@@ -32,7 +33,12 @@ from typing import Any, Final, Protocol
 
 from taskq.adapters.postgres.schema import Schema
 from taskq.adapters.postgres.sql_loader import NumberedQuery, Query, load_queries
-from taskq.domain.errors import SchemaNotMigrated, StoreUnavailable, TaskQError
+from taskq.domain.errors import (
+    ConfigurationError,
+    SchemaNotMigrated,
+    StoreUnavailable,
+    TaskQError,
+)
 
 #: The query files the store core uses; a driver renders all of them once.
 STORE_QUERY_FAMILIES: Final = (
@@ -59,6 +65,7 @@ SQLSTATE_QUERY_CANCELED: Final = "57014"
 #: A write on a server that only reads: a standby (a failover not yet finished, a DSN
 #: pointing at a replica) or default_transaction_read_only.
 SQLSTATE_READ_ONLY: Final = "25006"
+SQLSTATE_INSUFFICIENT_PRIVILEGE: Final = "42501"
 #: A missing schema, table, column, function or type: the schema is not (fully) migrated.
 SQLSTATE_MISSING_OBJECT: Final = frozenset({"3F000", "42P01", "42703", "42883", "42704"})
 #: Class 08 (connection exception) and class 57 (operator intervention) mean "unavailable".
@@ -190,6 +197,13 @@ def sqlstate_error(sqlstate: str | None, reason: str, constraint: str | None) ->
         return StoreUnavailable(f"Postgres is unavailable: {reason}")
     if value_sqlstate(sqlstate):
         return ValueError(f"Postgres cannot store a value: {reason}")
+    if sqlstate == SQLSTATE_INSUFFICIENT_PRIVILEGE:
+        return ConfigurationError(
+            f"the database role TaskQ connects as lacks a privilege it needs ({reason}): "
+            "grant it USAGE on the TaskQ schema, SELECT, INSERT, UPDATE and DELETE on the "
+            "schema's tables and USAGE on its sequences, or connect as the role that ran "
+            "`taskq migrate up`"
+        )
     if sqlstate in SQLSTATE_MISSING_OBJECT:
         return SchemaNotMigrated(
             f"the database lacks what TaskQ needs ({reason}): is the TaskQ schema migrated? "
