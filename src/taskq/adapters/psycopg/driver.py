@@ -38,7 +38,7 @@ from taskq.adapters.postgres.driver import (
 )
 from taskq.adapters.postgres.lane import Lane
 from taskq.adapters.postgres.sql_loader import NumberedQuery
-from taskq.domain.errors import StoreUnavailable
+from taskq.domain.errors import ConfigurationError, StoreUnavailable
 
 #: psycopg's pool and connection types (generic only to the type checker).
 Pool: TypeAlias = "AsyncConnectionPool[Any]"
@@ -88,7 +88,24 @@ _CURSOR: Final = "_taskq_raw_cursor"
 _KEEP_CURSOR_MAX_ROWS: Final = 1_000
 
 
+def _check_encoding(conn: Connection) -> None:
+    """Refuse a connection whose client encoding cannot carry every job's text.
+
+    TaskQ's own connections ask for UTF8; a caller's pool may use another (a role's
+    or database's default), where a payload or error text with a character outside
+    it would fail as if the database could not store it, or, read back, crash a claim.
+    """
+    encoding = conn.info.encoding
+    if encoding != "utf-8":
+        raise ConfigurationError(
+            f"this psycopg connection uses client_encoding {encoding!r}; TaskQ needs UTF8 "
+            "(jobs hold any Unicode text): open the pool with "
+            "kwargs={'client_encoding': 'utf8'}"
+        )
+
+
 async def _rows(conn: Connection, sql: str, args: tuple[object, ...]) -> list[dict[str, Any]]:
+    _check_encoding(conn)
     # A raw cursor takes the ``$n`` text as it is. A ``%(name)s`` text is parsed on every
     # call once it is longer than psycopg caches (4 kB: the claim statements are).
     # Each connection keeps one cursor between statements: a new cursor (its adapters and
@@ -99,7 +116,9 @@ async def _rows(conn: Connection, sql: str, args: tuple[object, ...]) -> list[di
     if cursor is None or cursor.closed:
         cursor = AsyncRawCursor(conn, row_factory=_dict_rows)
     try:
-        await cursor.execute(sql, args)
+        # Binary results: their values do not depend on the session's DateStyle or
+        # IntervalStyle, which psycopg's text loaders need to be ISO and postgres.
+        await cursor.execute(sql, args, binary=True)
         result = cursor.pgresult
         rows = await cursor.fetchall() if result is not None and result.nfields else []
     except BaseException:
@@ -115,6 +134,7 @@ async def _rows(conn: Connection, sql: str, args: tuple[object, ...]) -> list[di
 async def _copy_in(
     conn: Connection, schema: str, table: str, columns: Sequence[str], data: Iterable[bytes]
 ) -> None:
+    _check_encoding(conn)
     statement = sql.SQL("COPY {}.{} ({}) FROM STDIN").format(
         sql.Identifier(schema),
         sql.Identifier(table),

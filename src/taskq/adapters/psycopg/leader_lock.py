@@ -49,7 +49,7 @@ async def connect_autocommit(dsn: str) -> Connection:
     where = dsn_location(dsn)
     try:
         conn: Connection = await psycopg.AsyncConnection.connect(
-            dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT
+            dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT, client_encoding="utf8"
         )
     except psycopg.ProgrammingError as exc:  # what psycopg raises for a DSN it cannot parse
         raise ConfigurationError(f"invalid Postgres DSN for {where}: {_reason(exc)}") from exc

@@ -53,6 +53,8 @@ def connection_kwargs(dsn: str, options: PoolOptions) -> dict[str, Any]:
     kwargs: dict[str, Any] = {
         "autocommit": True,
         "prepare_threshold": None if no_cache else options.prepare_threshold,
+        # Whatever the DSN, role or database says: jobs hold any Unicode text.
+        "client_encoding": "utf8",
     }
     # A keyword would replace what the DSN says, so DSN values are kept.
     given = conninfo_to_dict(dsn)

@@ -46,7 +46,7 @@ class PsycopgRateLimiter(PostgresRateLimiter):
             self._pool.connection() as conn,
             conn.cursor(row_factory=dict_row) as cursor,
         ):
-            await cursor.execute(rendered.sql, args)
+            await cursor.execute(rendered.sql, args, binary=True)  # DateStyle-proof
             row: dict[str, Any] | None = await cursor.fetchone()
         return row
 
