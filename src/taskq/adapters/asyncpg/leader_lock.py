@@ -13,9 +13,14 @@ from taskq.adapters.postgres.advisory_leader import (
     AdvisoryLeaderLock,
     LeaderQuery,
 )
-from taskq.adapters.postgres.dedicated import DedicatedConnection
+from taskq.adapters.postgres.dedicated import (
+    IDLE_SESSION_TIMEOUT_SINCE,
+    KEEP_IDLE_SESSION,
+    DedicatedConnection,
+)
 from taskq.adapters.postgres.schema import Schema
 from taskq.adapters.postgres.sql_loader import numbered_queries
+from taskq.domain.errors import StoreUnavailable
 
 if TYPE_CHECKING:
     from taskq.adapters.asyncpg.migrate import Connection
@@ -57,7 +62,15 @@ class AsyncpgSession(DedicatedConnection["Connection"]):
     _dsn: str
 
     async def _open(self) -> Connection:
-        return await migrate.connect(self._dsn)
+        conn = await migrate.connect(self._dsn)
+        version = conn.get_server_version()
+        if version.major * 10000 >= IDLE_SESSION_TIMEOUT_SINCE:
+            try:
+                await conn.execute(KEEP_IDLE_SESSION)
+            except CONNECTION_FAILURES as exc:
+                await close_quietly(conn)
+                raise StoreUnavailable(f"Postgres is unavailable: {exc}") from exc
+        return conn
 
     async def _dispose(self, conn: Connection) -> None:
         await close_quietly(conn)

@@ -20,6 +20,7 @@ from typing import Final
 import asyncpg
 
 from taskq.adapters.asyncpg.driver import Connection, Pool
+from taskq.adapters.postgres.dedicated import IDLE_SESSION_TIMEOUT_SINCE, KEEP_IDLE_SESSION
 from taskq.adapters.postgres.driver import error_reason as _reason
 from taskq.adapters.postgres.dsn import dsn_location
 from taskq.domain.errors import ConfigurationError, StoreUnavailable
@@ -36,6 +37,15 @@ async def register_jsonb_codec(conn: Connection) -> None:
     await conn.set_type_codec(
         "jsonb", encoder=json.dumps, decoder=json.loads, schema="pg_catalog", format="text"
     )
+
+
+async def _init_session(conn: Connection) -> None:
+    """A direct connection's ``init``: the jsonb codec, and no idle-session timeout (a
+    role's or database's would end pooled connections between uses, for the pool to
+    replace again and again; the pool keeps its own bounds)."""
+    await register_jsonb_codec(conn)
+    if conn.get_server_version().major * 10000 >= IDLE_SESSION_TIMEOUT_SINCE:
+        await conn.execute(KEEP_IDLE_SESSION)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -87,7 +97,7 @@ async def create_pool(dsn: str, options: PoolOptions | None = None) -> Pool:
             command_timeout=opts.command_timeout,
             timeout=opts.connect_timeout,
             server_settings=server_settings,
-            init=register_jsonb_codec,
+            init=register_jsonb_codec if opts.pooled else _init_session,
             reset=_keep_session,
         )
     except asyncpg.exceptions.ClientConfigurationError as exc:

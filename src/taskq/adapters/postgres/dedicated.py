@@ -9,9 +9,17 @@ A driver supplies the hooks once, as a mixin for both.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import ClassVar, Generic, TypeVar
+from typing import ClassVar, Final, Generic, TypeVar
 
 C = TypeVar("C")
+
+#: Sent on every dedicated connection TaskQ opens, on servers that have the setting (14
+#: and later): a role's or database's idle_session_timeout would end a session that
+#: sits idle by design (a LISTEN between wake-ups, a held advisory lock), dropping
+#: wake-ups and leadership every few seconds.
+KEEP_IDLE_SESSION: Final = "SET idle_session_timeout = 0"
+#: The first server version (server_version_num) with idle_session_timeout.
+IDLE_SESSION_TIMEOUT_SINCE: Final = 140000
 
 
 class DedicatedConnection(ABC, Generic[C]):
@@ -52,4 +60,4 @@ class DedicatedConnection(ABC, Generic[C]):
         return self._server_pid(conn)
 
 
-__all__ = ["DedicatedConnection"]
+__all__ = ["IDLE_SESSION_TIMEOUT_SINCE", "KEEP_IDLE_SESSION", "DedicatedConnection"]

@@ -17,7 +17,11 @@ from taskq.adapters.postgres.advisory_leader import (
     AdvisoryLeaderLock,
     LeaderQuery,
 )
-from taskq.adapters.postgres.dedicated import DedicatedConnection
+from taskq.adapters.postgres.dedicated import (
+    IDLE_SESSION_TIMEOUT_SINCE,
+    KEEP_IDLE_SESSION,
+    DedicatedConnection,
+)
 from taskq.adapters.postgres.driver import error_reason as _reason
 from taskq.adapters.postgres.dsn import dsn_location
 from taskq.adapters.postgres.schema import Schema
@@ -96,7 +100,14 @@ class PsycopgSession(DedicatedConnection["Connection"]):
     _dsn: str
 
     async def _open(self) -> Connection:
-        return await connect_autocommit(self._dsn)
+        conn = await connect_autocommit(self._dsn)
+        if conn.info.server_version >= IDLE_SESSION_TIMEOUT_SINCE:
+            try:
+                await conn.execute(KEEP_IDLE_SESSION)
+            except CONNECTION_FAILURES as exc:
+                await close_quietly(conn)
+                raise StoreUnavailable(f"Postgres is unavailable: {exc}") from exc
+        return conn
 
     async def _dispose(self, conn: Connection) -> None:
         await close_quietly(conn)
