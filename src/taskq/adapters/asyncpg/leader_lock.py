@@ -8,16 +8,13 @@ from typing import TYPE_CHECKING, ClassVar, Final
 import asyncpg
 
 from taskq.adapters.asyncpg import migrate
+from taskq.adapters.asyncpg.pool import server_version_num
 from taskq.adapters.postgres.advisory_leader import (
     OPERATION_TIMEOUT,
     AdvisoryLeaderLock,
     LeaderQuery,
 )
-from taskq.adapters.postgres.dedicated import (
-    IDLE_SESSION_TIMEOUT_SINCE,
-    KEEP_IDLE_SESSION,
-    DedicatedConnection,
-)
+from taskq.adapters.postgres.dedicated import DedicatedConnection, session_setup
 from taskq.adapters.postgres.schema import Schema
 from taskq.adapters.postgres.sql_loader import numbered_queries
 from taskq.domain.errors import StoreUnavailable
@@ -63,13 +60,11 @@ class AsyncpgSession(DedicatedConnection["Connection"]):
 
     async def _open(self) -> Connection:
         conn = await migrate.connect(self._dsn)
-        version = conn.get_server_version()
-        if version.major * 10000 >= IDLE_SESSION_TIMEOUT_SINCE:
-            try:
-                await conn.execute(KEEP_IDLE_SESSION)
-            except CONNECTION_FAILURES as exc:
-                await close_quietly(conn)
-                raise StoreUnavailable(f"Postgres is unavailable: {exc}") from exc
+        try:
+            await conn.execute(session_setup(server_version_num(conn)))
+        except CONNECTION_FAILURES as exc:
+            await close_quietly(conn)
+            raise StoreUnavailable(f"Postgres is unavailable: {exc}") from exc
         return conn
 
     async def _dispose(self, conn: Connection) -> None:

@@ -20,7 +20,7 @@ from typing import Final
 import asyncpg
 
 from taskq.adapters.asyncpg.driver import Connection, Pool
-from taskq.adapters.postgres.dedicated import IDLE_SESSION_TIMEOUT_SINCE, KEEP_IDLE_SESSION
+from taskq.adapters.postgres.dedicated import session_setup
 from taskq.adapters.postgres.driver import error_reason as _reason
 from taskq.adapters.postgres.dsn import dsn_location
 from taskq.domain.errors import ConfigurationError, StoreUnavailable
@@ -40,12 +40,16 @@ async def register_jsonb_codec(conn: Connection) -> None:
 
 
 async def _init_session(conn: Connection) -> None:
-    """A direct connection's ``init``: the jsonb codec, and no idle-session timeout (a
-    role's or database's would end pooled connections between uses, for the pool to
-    replace again and again; the pool keeps its own bounds)."""
+    """A direct connection's ``init``: the jsonb codec and TaskQ's session setup
+    (``postgres.dedicated.session_setup``)."""
     await register_jsonb_codec(conn)
-    if conn.get_server_version().major * 10000 >= IDLE_SESSION_TIMEOUT_SINCE:
-        await conn.execute(KEEP_IDLE_SESSION)
+    await conn.execute(session_setup(server_version_num(conn)))
+
+
+def server_version_num(conn: Connection) -> int:
+    """The server's version as serverserver_version_num counts it (15.4 is 150004)."""
+    version = conn.get_server_version()
+    return version.major * 10000 + version.minor
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -116,4 +120,5 @@ __all__ = [
     "PoolOptions",
     "create_pool",
     "register_jsonb_codec",
+    "server_version_num",
 ]

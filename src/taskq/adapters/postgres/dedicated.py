@@ -13,13 +13,24 @@ from typing import ClassVar, Final, Generic, TypeVar
 
 C = TypeVar("C")
 
-#: Sent on every dedicated connection TaskQ opens, on servers that have the setting (14
-#: and later): a role's or database's idle_session_timeout would end a session that
-#: sits idle by design (a LISTEN between wake-ups, a held advisory lock), dropping
-#: wake-ups and leadership every few seconds.
-KEEP_IDLE_SESSION: Final = "SET idle_session_timeout = 0"
 #: The first server version (server_version_num) with idle_session_timeout.
 IDLE_SESSION_TIMEOUT_SINCE: Final = 140000
+
+
+def session_setup(server_version_num: int) -> str:
+    """What every session TaskQ opens directly sends first (its pools' and dedicated ones).
+
+    - READ COMMITTED, whatever a role's or database's default: TaskQ's statements are
+      written for it (a claim re-checks a row another claim changed, rather than
+      failing as REPEATABLE READ or SERIALIZABLE would, again and again under load).
+    - No idle-session timeout (Postgres 14+): a role's or database's would end a session
+      that sits idle by design (a LISTEN between wake-ups, a held advisory lock, a pooled
+      connection between uses), dropping wake-ups and leadership every few seconds.
+    """
+    setup = ["SET default_transaction_isolation = 'read committed'"]
+    if server_version_num >= IDLE_SESSION_TIMEOUT_SINCE:
+        setup.append("SET idle_session_timeout = 0")
+    return "; ".join(setup)
 
 
 class DedicatedConnection(ABC, Generic[C]):
@@ -60,4 +71,4 @@ class DedicatedConnection(ABC, Generic[C]):
         return self._server_pid(conn)
 
 
-__all__ = ["IDLE_SESSION_TIMEOUT_SINCE", "KEEP_IDLE_SESSION", "DedicatedConnection"]
+__all__ = ["IDLE_SESSION_TIMEOUT_SINCE", "DedicatedConnection", "session_setup"]

@@ -17,11 +17,7 @@ from taskq.adapters.postgres.advisory_leader import (
     AdvisoryLeaderLock,
     LeaderQuery,
 )
-from taskq.adapters.postgres.dedicated import (
-    IDLE_SESSION_TIMEOUT_SINCE,
-    KEEP_IDLE_SESSION,
-    DedicatedConnection,
-)
+from taskq.adapters.postgres.dedicated import DedicatedConnection, session_setup
 from taskq.adapters.postgres.driver import error_reason as _reason
 from taskq.adapters.postgres.dsn import dsn_location
 from taskq.adapters.postgres.schema import Schema
@@ -101,12 +97,11 @@ class PsycopgSession(DedicatedConnection["Connection"]):
 
     async def _open(self) -> Connection:
         conn = await connect_autocommit(self._dsn)
-        if conn.info.server_version >= IDLE_SESSION_TIMEOUT_SINCE:
-            try:
-                await conn.execute(KEEP_IDLE_SESSION)
-            except CONNECTION_FAILURES as exc:
-                await close_quietly(conn)
-                raise StoreUnavailable(f"Postgres is unavailable: {exc}") from exc
+        try:
+            await conn.execute(session_setup(conn.info.server_version))
+        except CONNECTION_FAILURES as exc:
+            await close_quietly(conn)
+            raise StoreUnavailable(f"Postgres is unavailable: {exc}") from exc
         return conn
 
     async def _dispose(self, conn: Connection) -> None:

@@ -19,7 +19,7 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import AsyncConnectionPool
 
-from taskq.adapters.postgres.dedicated import IDLE_SESSION_TIMEOUT_SINCE, KEEP_IDLE_SESSION
+from taskq.adapters.postgres.dedicated import session_setup
 from taskq.adapters.postgres.driver import error_reason as _reason
 from taskq.adapters.postgres.dsn import dsn_location
 from taskq.adapters.psycopg.driver import Pool
@@ -93,10 +93,8 @@ async def create_pool(dsn: str, options: PoolOptions | None = None) -> Pool:
 
     async def configure(conn: psycopg.AsyncConnection[Any]) -> None:
         conn.prepared_max = prepared_max
-        # No idle-session timeout on a direct connection (a role's or database's would end
-        # pooled connections between uses, for the pool to replace again and again).
-        if not opts.pooled and conn.info.server_version >= IDLE_SESSION_TIMEOUT_SINCE:
-            await conn.execute(KEEP_IDLE_SESSION)
+        if not opts.pooled:  # a transaction-mode pooler keeps no session state
+            await conn.execute(session_setup(conn.info.server_version))
 
     pool: Pool = AsyncConnectionPool(
         dsn,
