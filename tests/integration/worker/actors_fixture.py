@@ -156,6 +156,17 @@ async def undecodable_error(payload: Item, ctx: JobContext[Item]) -> None:
     raise OSError(b"cannot open caf\xe9.txt".decode("utf-8", "surrogateescape"))
 
 
+class Blob(BaseModel):
+    parts: list[str]
+
+
+@actor
+async def oversized_result(payload: Item, ctx: JobContext[Item]) -> Blob:
+    """Returns about 270 MB of JSON: past jsonb's 255 MB, a limit of the server's only."""
+    await record_start(ctx)
+    return Blob(parts=["x" * 1_000_000] * 270)
+
+
 registry = [
     record,
     block_first,
@@ -166,6 +177,7 @@ registry = [
     stubborn,
     nan_result,
     undecodable_error,
+    oversized_result,
 ]
 
 #: A one-shot iterable: the worker must refuse it rather than run with no actors.

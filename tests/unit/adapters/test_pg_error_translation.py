@@ -58,3 +58,11 @@ def test_a_missing_privilege_is_a_configuration_error_naming_the_grants() -> Non
         "(permission denied for table jobs): grant it USAGE on the TaskQ schema, SELECT, "
         "INSERT, UPDATE and DELETE on the schema's tables and USAGE on its sequences"
     )
+
+
+@pytest.mark.parametrize("sqlstate", ["22P02", "23514", "54000"])
+def test_a_value_the_server_cannot_keep_is_a_value_error(sqlstate: str) -> None:
+    """Class 54 too: a jsonb document over 255 MB is the value's fault, not an outage."""
+    error = sqlstate_error(sqlstate, "total size of jsonb array elements exceeds the maximum", None)
+    assert type(error) is ValueError
+    assert str(error).startswith("Postgres cannot store a value: total size of jsonb")

@@ -14,7 +14,8 @@ signals below, all ``from`` the driver's own exception:
 - ``lock_timeout`` expired (SQLSTATE 55P03) → :class:`LockTimeout`;
 - a unique index refused a row (23505) → :class:`UniqueConflict`;
 - deadlock or serialization failure (40P01, 40001) → :class:`TransientConflict`;
-- a value the database cannot store (class 22, check violations 23514)
+- a value the database cannot store (class 22, check violations 23514, class 54: a
+  value beyond a server limit, such as a jsonb document over 255 MB)
   → ``ValueError``, as the memory adapter raises for unstorable values;
 - a missing schema, table, column, function or type (the schema was never
   migrated, or is older than this TaskQ) → :class:`~taskq.domain.errors.SchemaNotMigrated`;
@@ -65,6 +66,7 @@ SQLSTATE_QUERY_CANCELED: Final = "57014"
 #: A write on a server that only reads: a standby (a failover not yet finished, a DSN
 #: pointing at a replica) or default_transaction_read_only.
 SQLSTATE_READ_ONLY: Final = "25006"
+PROGRAM_LIMIT_CLASS: Final = "54"
 SQLSTATE_INSUFFICIENT_PRIVILEGE: Final = "42501"
 #: A missing schema, table, column, function or type: the schema is not (fully) migrated.
 SQLSTATE_MISSING_OBJECT: Final = frozenset({"3F000", "42P01", "42703", "42883", "42704"})
@@ -224,7 +226,8 @@ def value_sqlstate(sqlstate: str | None) -> bool:
     """Whether ``sqlstate`` means the database cannot store a given value."""
     if sqlstate is None:
         return False
-    return sqlstate[:2] == DATA_EXCEPTION_CLASS or sqlstate in (
+    # Class 54: a value beyond a server limit (a jsonb document over 255 MB, say).
+    return sqlstate[:2] in (DATA_EXCEPTION_CLASS, PROGRAM_LIMIT_CLASS) or sqlstate in (
         SQLSTATE_CHECK_VIOLATION,
         SQLSTATE_NOT_NULL_VIOLATION,
     )
