@@ -33,6 +33,7 @@ from contracts.provision import (
 from tests.integration.worker.actors_fixture import SIDE_EFFECTS_DDL
 
 from taskq import JobsClient
+from taskq.adapters.postgres.schema import Schema
 from taskq.app.settings import TaskQSettings
 
 T = TypeVar("T")
@@ -261,3 +262,37 @@ __all__ = [
     "server_dsn_or_skip",
     "status_counts",
 ]
+
+
+#: Polls this slow never fire during a test: only a wake-up (NOTIFY) starts a job in time.
+SLOW_POLLS: Mapping[str, str] = {
+    "TASKQ_POLL_INTERVAL": "120",
+    "TASKQ_NOTIFY_POLL_INTERVAL": "120",
+}
+
+
+async def wait_until_listening(
+    conn: asyncpg.Connection,
+    schema: str,
+    *,
+    context: Callable[[], str] = lambda: "",
+    role: str | None = None,
+    besides_pid: int = 0,
+) -> None:
+    """Wait until a session (of ``role``, when given; not ``besides_pid``) LISTENs on the
+    wake channel of ``schema``."""
+    channel = Schema(schema).wake_channel
+
+    async def listening() -> bool:
+        return bool(
+            await conn.fetchval(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                " AND query ILIKE 'LISTEN %' AND position($1 in query) > 0"
+                " AND pid <> $2 AND ($3::text IS NULL OR usename = $3::text)",
+                channel,
+                besides_pid,
+                role,
+            )
+        )
+
+    await eventually(listening, within=30, what="the worker to LISTEN", context=context)

@@ -15,14 +15,18 @@ import asyncpg
 import pytest
 from tests.integration.worker.actors_fixture import SIDE_EFFECTS_DSN, Item, record
 from tests.integration.worker.roles import DOCUMENTED_GRANTS, as_user, login_role
-from tests.integration.worker.support import Database, WorkerSpawner, eventually
+from tests.integration.worker.support import (
+    SLOW_POLLS,
+    Database,
+    WorkerSpawner,
+    eventually,
+    wait_until_listening,
+)
 
 from taskq import JobsClient
-from taskq.adapters.postgres.schema import Schema
 
 pytestmark = pytest.mark.integration
 
-SLOW_POLL = "120"
 JOBS = 4
 
 
@@ -37,24 +41,11 @@ async def test_idle_sessions_outlive_a_short_idle_session_timeout(
             db.worker_env(
                 TASKQ_PG_DSN=as_user(db.dsn, role),
                 **{SIDE_EFFECTS_DSN: db.dsn},
-                TASKQ_POLL_INTERVAL=SLOW_POLL,
-                TASKQ_NOTIFY_POLL_INTERVAL=SLOW_POLL,
+                **SLOW_POLLS,
                 TASKQ_NOTIFY_HEALTH_CHECK_INTERVAL="2",
             )
         )
-        channel = Schema(db.schema).wake_channel
-
-        async def listening() -> bool:
-            return bool(
-                await conn.fetchval(
-                    "SELECT count(*) FROM pg_stat_activity WHERE usename = $1"
-                    " AND query ILIKE 'LISTEN %' AND position($2 in query) > 0",
-                    role,
-                    channel,
-                )
-            )
-
-        await eventually(listening, within=30, what="the worker to LISTEN")
+        await wait_until_listening(conn, db.schema, context=worker.output_tail, role=role)
         for n in range(JOBS):
             await asyncio.sleep(1.5)  # three timeouts' worth of idleness
             handle = await client.enqueue(record, Item(n=n))

@@ -9,7 +9,13 @@ from collections.abc import Awaitable, Callable
 import asyncpg
 import pytest
 from tests.integration.worker.actors_fixture import Item, record
-from tests.integration.worker.support import Database, WorkerSpawner, eventually
+from tests.integration.worker.support import (
+    SLOW_POLLS,
+    Database,
+    WorkerSpawner,
+    eventually,
+    wait_until_listening,
+)
 
 from taskq import JobsClient
 from taskq.adapters.postgres.schema import Schema
@@ -27,26 +33,10 @@ async def test_notify_starts_jobs_on_an_idle_worker_without_polling(
 ) -> None:
     """With 120 s polls, jobs enqueued one by one start within well under a second (NOTIFY)."""
     worker = workers.start(
-        db.worker_env(
-            TASKQ_POLL_INTERVAL=SLOW_POLL,
-            TASKQ_NOTIFY_POLL_INTERVAL=SLOW_POLL,
-            # No health ping either, so the listener session's last statement stays its LISTEN.
-            TASKQ_NOTIFY_HEALTH_CHECK_INTERVAL=SLOW_POLL,
-        )
+        # No health ping either, so the listener session's last statement stays its LISTEN.
+        db.worker_env(**SLOW_POLLS, TASKQ_NOTIFY_HEALTH_CHECK_INTERVAL=SLOW_POLL)
     )
-    channel = Schema(db.schema).wake_channel
-
-    async def listening() -> bool:
-        return bool(
-            await conn.fetchval(
-                "SELECT count(*) FROM pg_stat_activity "
-                "WHERE datname = current_database() AND query ILIKE 'LISTEN %' "
-                "AND position($1 in query) > 0",
-                channel,
-            )
-        )
-
-    await eventually(listening, within=30, what="the worker to LISTEN", context=worker.output_tail)
+    await wait_until_listening(conn, db.schema, context=worker.output_tail)
 
     for n in range(JOBS):
         handle = await client.enqueue(record, Item(n=n))
@@ -88,31 +78,16 @@ async def test_concurrent_enqueues_share_wake_ups_and_leave_no_job_asleep(
     every job still starts within seconds although the polls are minutes apart: a job
     written while a wake-up was in flight gets one sent after its commit."""
     worker = workers.start(
-        db.worker_env(
-            TASKQ_POLL_INTERVAL=SLOW_POLL,
-            TASKQ_NOTIFY_POLL_INTERVAL=SLOW_POLL,
-            TASKQ_NOTIFY_HEALTH_CHECK_INTERVAL=SLOW_POLL,
-        )
+        db.worker_env(**SLOW_POLLS, TASKQ_NOTIFY_HEALTH_CHECK_INTERVAL=SLOW_POLL)
     )
-    channel = Schema(db.schema).wake_channel
     received: list[str] = []
     listener = await asyncpg.connect(db.dsn)
-    await listener.add_listener(channel, lambda *args: received.append(args[-1]))
+    await listener.add_listener(
+        Schema(db.schema).wake_channel, lambda *args: received.append(args[-1])
+    )
     try:
-
-        async def worker_listens() -> bool:
-            return bool(
-                await conn.fetchval(
-                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-                    " AND query ILIKE 'LISTEN %' AND position($1 in query) > 0"
-                    " AND pid <> $2",
-                    channel,
-                    listener.get_server_pid(),
-                )
-            )
-
-        await eventually(
-            worker_listens, within=30, what="the worker to LISTEN", context=worker.output_tail
+        await wait_until_listening(
+            conn, db.schema, context=worker.output_tail, besides_pid=listener.get_server_pid()
         )
         enqueued = 0
         for burst in range(BURSTS):
@@ -148,24 +123,9 @@ async def test_a_job_committed_after_the_wake_up_in_flight_gets_its_own(
     but commits long after it, once the worker has run the first job and gone idle: the
     wake-up it is owed, sent after its commit, is what starts it (polls are minutes apart)."""
     worker = workers.start(
-        db.worker_env(
-            TASKQ_POLL_INTERVAL=SLOW_POLL,
-            TASKQ_NOTIFY_POLL_INTERVAL=SLOW_POLL,
-            TASKQ_NOTIFY_HEALTH_CHECK_INTERVAL=SLOW_POLL,
-        )
+        db.worker_env(**SLOW_POLLS, TASKQ_NOTIFY_HEALTH_CHECK_INTERVAL=SLOW_POLL)
     )
-    channel = Schema(db.schema).wake_channel
-
-    async def listening() -> bool:
-        return bool(
-            await conn.fetchval(
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-                " AND query ILIKE 'LISTEN %' AND position($1 in query) > 0",
-                channel,
-            )
-        )
-
-    await eventually(listening, within=30, what="the worker to LISTEN", context=worker.output_tail)
+    await wait_until_listening(conn, db.schema, context=worker.output_tail)
     # The held insert may wait for its key as long as the test needs.
     settings = TaskQSettings.load_from_dict(
         {
