@@ -18,6 +18,7 @@ from contracts.provision import (
     fresh_schema_name,
     resolve_test_dsn,
 )
+from tests.integration.worker.roles import as_user
 
 from taskq.adapters.postgres.migrator import discover_migrations
 
@@ -310,3 +311,29 @@ async def test_dsn_comes_from_the_environment_and_the_flag_overrides_it(
     )
     assert overridden.code == 0, overridden.err
     assert "applied" in overridden.out
+
+
+async def test_a_roles_statement_timeout_does_not_cut_a_migration_off(
+    dsn: str, schema: str
+) -> None:
+    """A statement_timeout meant for application queries (here 1 ms, on the role) used to
+    cancel a migration halfway, reported as a lost connection; migrate sessions turn it off
+    (lock waits stay bounded by each migration's lock_timeout)."""
+    admin = await asyncpg.connect(dsn)
+    role = f"taskq_cli_{os.getpid()}"
+    try:
+        await admin.execute(
+            f"CREATE ROLE {role} LOGIN SUPERUSER; ALTER ROLE {role} SET statement_timeout = '1ms'"
+        )
+        role_dsn = as_user(dsn, role)
+        up = await taskq("migrate", "up", "--dsn", role_dsn, "--schema", schema)
+        assert up.code == 0, up.err
+        status = await taskq("migrate", "status", "--dsn", role_dsn, "--schema", schema)
+        assert status.code == 0, status.err
+        assert "up to date" in status.out or "pending" not in status.out
+        applied = await admin.fetchval(f'SELECT count(*) FROM "{schema}".schema_migrations')
+        assert applied == len(discover_migrations())
+    finally:
+        if await admin.fetchval("SELECT count(*) FROM pg_roles WHERE rolname = $1", role):
+            await admin.execute(f"DROP OWNED BY {role}; DROP ROLE {role}")
+        await admin.close()

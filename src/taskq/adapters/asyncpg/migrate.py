@@ -97,9 +97,14 @@ async def connect(dsn: str, *, connect_timeout: float = CONNECT_TIMEOUT) -> Conn
 async def open_connection(
     dsn: str, *, connect_timeout: float = CONNECT_TIMEOUT
 ) -> AsyncIterator[Connection]:
-    """:func:`connect`, closed on exit."""
+    """:func:`connect`, for migrations and other administration, closed on exit."""
     conn = await connect(dsn, connect_timeout=connect_timeout)
     try:
+        # A migration rewrites or indexes a whole table: a role's or database's
+        # statement_timeout, meant for application queries, would cut one off halfway.
+        # Lock waits stay bounded by each migration's own lock_timeout.
+        with _db_errors("preparing the migration session"):
+            await conn.execute("SET statement_timeout = 0")
         yield conn
     finally:
         await conn.close()
@@ -110,6 +115,9 @@ def _db_errors(what: str) -> Iterator[None]:
     """Translate driver errors raised while doing ``what`` into domain errors."""
     try:
         yield
+    except asyncpg.exceptions.QueryCanceledError as exc:
+        # A cancel (pg_cancel_backend) is not a lost connection.
+        raise StoreUnavailable(f"{what} was canceled: {_reason(exc)}") from exc
     except _UNAVAILABLE as exc:
         raise StoreUnavailable(
             f"lost the Postgres connection while {what}: {_reason(exc)}"
