@@ -47,7 +47,7 @@ async def _init_session(conn: Connection) -> None:
 
 
 def server_version_num(conn: Connection) -> int:
-    """The server's version as serverserver_version_num counts it (15.4 is 150004)."""
+    """The server's version as server_version_num counts it (15.4 is 150004)."""
     version = conn.get_server_version()
     return version.major * 10000 + version.minor
 

@@ -393,11 +393,9 @@ class Enqueuer:
         await driver.copy_in(self._schema.name, "jobs", plan.columns, data)
         queue = _wake_queue(jobs)
         channel = self._channel(queue, gated)
-        if channel is None:
-            self._done(queue, gated, channel, wrote=True)
-            return ids
         try:
-            await driver.execute("wake_queue", channel=channel, wake_queue=queue)
+            if channel is not None:  # else the gate owes the queue one
+                await driver.execute("wake_queue", channel=channel, wake_queue=queue)
         finally:
             self._done(queue, gated, channel, wrote=True)
         return ids
