@@ -19,7 +19,9 @@ Every measurement runs in its own fresh schema (TaskQ's migrated with
 (c) enqueue: ``client.enqueue`` one at a time vs the raw single INSERT, the two
     taking turns 250 calls at a time; the same from 16 callers at once (no target:
     what sharing wake-ups buys); ``client.enqueue_many`` in batches of 1,000
-    and 10,000.
+    and 10,000; and, with no client at all, the store's single-enqueue statement
+    vs the raw INSERT in pgbench (when installed), also into a copy of jobs with
+    only its primary key: the ceiling the schema leaves any client.
 (d) enqueue→start latency: jobs enqueued one at a time, 10-20 ms apart, to an
     idle worker (the NOTIFY path); p50/p90/p99 of started_at - created_at.
 
@@ -46,6 +48,7 @@ from dataclasses import dataclass
 import asyncpg
 import baseline
 import report
+import server_share
 import taskq_runs
 from bench_support import DbSpan, plain_schema, resolve_dsn
 from report import Row
@@ -187,6 +190,7 @@ class Round:
     drains: dict[str, taskq_runs.DrainResult]
     plans: dict[str, taskq_runs.PlanResult]
     latencies: dict[str, taskq_runs.LatencyResult]
+    share: server_share.ServerShare | None
 
 
 async def measure_round(cfg: Config, number: int) -> Round:
@@ -207,6 +211,8 @@ async def measure_round(cfg: Config, number: int) -> Round:
         for batch in (1_000, 10_000):
             size = min(batch, cfg.jobs)
             bulks[(driver, size)] = await taskq_runs.enqueue_bulk(cfg.dsn, driver, cfg.jobs, size)
+    log(f"{prefix}the single-enqueue statement and the raw INSERT in pgbench")
+    share = await server_share.measure(cfg.dsn)
 
     drains: dict[str, taskq_runs.DrainResult] = {}
     plans: dict[str, taskq_runs.PlanResult] = {}
@@ -226,7 +232,7 @@ async def measure_round(cfg: Config, number: int) -> Round:
         for driver in cfg.drivers:
             log(f"{prefix}{driver}: enqueue→start latency of {cfg.latency_jobs} jobs")
             latencies[driver] = await taskq_runs.latency(cfg.dsn, driver, cfg.latency_jobs)
-    return Round(raw, singles, concurrent, bulks, drains, plans, latencies)
+    return Round(raw, singles, concurrent, bulks, drains, plans, latencies, share)
 
 
 async def measure(cfg: Config) -> list[Row]:
@@ -372,6 +378,27 @@ def enqueue_rows(rounds: Sequence[Round]) -> list[Row]:
                 [single.statement_rate for single in singles],
                 [single.raw_rate for single in singles],
                 "single INSERT, in turns",
+                None,
+            )
+        )
+    shares = [r.share for r in rounds if r.share is not None]
+    if shares:
+        # No client at all (pgbench): the ceiling the schema leaves any client.
+        rows.append(
+            report.ratio_row(
+                "(c) its INSERT alone, server only (pgbench)",
+                [share.statement_rate for share in shares],
+                [share.raw_rate for share in shares],
+                "raw INSERT in pgbench, in turns",
+                None,
+            )
+        )
+        rows.append(
+            report.ratio_row(
+                "(c) the same into a copy of jobs with only its primary key (pgbench)",
+                [share.pkey_only_rate for share in shares],
+                [share.raw_rate for share in shares],
+                "raw INSERT in pgbench, in turns",
                 None,
             )
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -57,6 +58,8 @@ def test_quick_benchmark_completes_and_prints_its_table(dsn: str) -> None:
     ):
         assert row in out, f"missing {row!r} in:\n{out}"
     assert "PASS" in out or "FAIL" in out
+    if shutil.which("pgbench") is not None:
+        assert "(c) its INSERT alone, server only (pgbench)" in out, out
 
 
 def test_round_robin_benchmark_prints_a_row_per_backlog_and_cohorts(dsn: str) -> None:
