@@ -19,6 +19,7 @@ from taskq.adapters.postgres.migrator import (
     Migration,
     MigrationState,
     MigrationStatus,
+    check_schema_current,
     discover_migrations,
     migration_status,
     status_problems,
@@ -427,9 +428,10 @@ async def _postgres_worker_ports(
                 max_size=_worker_pool_max(settings),
             )
             pool = await _open_pool(pg_store)
+            built.append(pg_store)
+            await _check_schema(pg_store)
             store, pg_limiter = pg_store, kit.rate_limiter(pool, schema=schema)
             owned.add("store")
-            built.append(store)
         if leader_lock is None:
             conn, owns = await dedicated_conn(
                 connections, "leader_conn", kit.conn_type, settings.driver
@@ -470,6 +472,21 @@ async def _postgres_worker_ports(
         clock=clock,
         owned=frozenset(owned),
     )
+
+
+async def _check_schema(store: PooledQueueStore[Any]) -> None:
+    """Refuse a schema behind this TaskQ's migrations (``SchemaNotMigrated``); warn if ahead.
+
+    Without this, a worker on an older schema would start and fail every claim.
+    """
+    import logging
+
+    from taskq.app.worker import events
+
+    applied = await store.applied_migration_versions()
+    ahead = check_schema_current(discover_migrations(), applied, schema=store.schema.name)
+    if ahead is not None:
+        events.emit(events.WORKER_SCHEMA_AHEAD, logging.WARNING, note=ahead)
 
 
 async def _redis_rate_limiter(
