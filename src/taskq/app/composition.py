@@ -19,6 +19,7 @@ from taskq.adapters.postgres.migrator import (
     Migration,
     MigrationState,
     MigrationStatus,
+    check_known_version,
     check_schema_current,
     discover_migrations,
     migration_status,
@@ -79,6 +80,8 @@ async def migrate_up(
     made. Raises ``InvalidIdentifierError``, ``StoreUnavailable`` or ``MigrationError``.
     """
     schema = Schema(schema_name)
+    if target is not None:  # before connecting: a typo must not create the schema
+        check_known_version(discover_migrations(), target, "target")
     async with asyncpg_migrate.open_connection(dsn) as conn:
         return await asyncpg_migrate.upgrade(conn, schema, target=target, lock_timeout=lock_timeout)
 
@@ -92,6 +95,8 @@ async def migrate_down(
 ) -> tuple[Migration, ...]:
     """Revert migrations newer than ``to`` (default: the latest one); returns those reverted."""
     schema = Schema(schema_name)
+    if to:
+        check_known_version(discover_migrations(), to, "--to")
     async with asyncpg_migrate.open_connection(dsn) as conn:
         return await asyncpg_migrate.downgrade(conn, schema, to=to, lock_timeout=lock_timeout)
 

@@ -31,6 +31,7 @@ from contextvars import ContextVar
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal, Self
+from urllib.parse import urlsplit
 
 from pydantic import (
     AfterValidator,
@@ -100,7 +101,19 @@ def _pg_dsn(value: str) -> str:
         raise ValueError("must be a postgresql:// (or postgres://) URL")
     if not rest or any(ch.isspace() for ch in rest):
         raise ValueError("must be a postgresql:// URL with a host or a database, without spaces")
+    try:
+        urlsplit(text)
+    except ValueError as exc:  # e.g. "Invalid IPv6 URL" for an unclosed [
+        raise ValueError(f"is not a valid URL: {exc}") from None
     return text
+
+
+def check_pg_dsn(value: str) -> str:
+    """``value`` stripped if it is a usable ``postgresql://`` DSN, else ``ValueError`` saying why.
+
+    The message never repeats the DSN (it may hold a password).
+    """
+    return _pg_dsn(value)
 
 
 def _redis_url(value: str | None) -> str | None:
@@ -418,6 +431,30 @@ class TaskQSettings(BaseSettings):
                 yield name, value
 
 
+class MigrateSettings(TaskQSettings):
+    """What ``taskq migrate`` reads: the client settings plus ``TASKQ_PG_DSN_DIRECT``.
+
+    Migrations hold a session advisory lock, so they use the direct DSN (which,
+    unset or empty, falls back to ``pg_dsn``), as the worker does.
+    """
+
+    pg_dsn_direct: Annotated[str, BeforeValidator(_none_to_empty)] = ""
+
+    @field_validator("pg_dsn_direct")
+    @classmethod
+    def _split_dsn(cls, value: str, info: ValidationInfo) -> str:
+        return _direct_dsn(value, info)
+
+
+def _direct_dsn(value: str, info: ValidationInfo) -> str:
+    if value.strip():
+        return _pg_dsn(value)
+    # Fall back to pg_dsn. If pg_dsn itself was invalid it is absent here
+    # and already reported once; "" keeps the same error from tripling.
+    fallback = info.data.get("pg_dsn", "")
+    return fallback if isinstance(fallback, str) else ""
+
+
 class WorkerSettings(TaskQSettings):
     """Every worker variable of the settings reference, validated together.
 
@@ -508,12 +545,7 @@ class WorkerSettings(TaskQSettings):
     @field_validator("pg_dsn_direct", "pg_dsn_pooled")
     @classmethod
     def _split_dsn(cls, value: str, info: ValidationInfo) -> str:
-        if value.strip():
-            return _pg_dsn(value)
-        # Fall back to pg_dsn. If pg_dsn itself was invalid it is absent here
-        # and already reported once; "" keeps the same error from tripling.
-        fallback = info.data.get("pg_dsn", "")
-        return fallback if isinstance(fallback, str) else ""
+        return _direct_dsn(value, info)
 
     def post_load(self) -> Self:
         """Check the timing rules (all violations in one error); return ``self``."""
@@ -600,8 +632,10 @@ __all__ = [
     "BUILTIN_DRIVERS",
     "DEFAULT_PG_DSN",
     "ENV_PREFIX",
+    "MigrateSettings",
     "TaskQSettings",
     "WorkerSettings",
+    "check_pg_dsn",
     "env_var",
     "parse_duration",
     "redact_url",

@@ -22,7 +22,7 @@ import asyncpg
 from taskq.adapters.asyncpg.driver import Connection, Pool
 from taskq.adapters.postgres.dedicated import session_setup
 from taskq.adapters.postgres.driver import error_reason as _reason
-from taskq.adapters.postgres.dsn import dsn_location
+from taskq.adapters.postgres.dsn import dsn_location, scrub_password
 from taskq.domain.errors import ConfigurationError, StoreUnavailable
 
 DEFAULT_STATEMENT_CACHE_SIZE: Final = 512
@@ -105,11 +105,17 @@ async def create_pool(dsn: str, options: PoolOptions | None = None) -> Pool:
             reset=_keep_session,
         )
     except asyncpg.exceptions.ClientConfigurationError as exc:
-        raise ConfigurationError(f"invalid Postgres DSN for {where}: {_reason(exc)}") from exc
+        raise ConfigurationError(
+            f"invalid Postgres DSN for {where}: {scrub_password(_reason(exc), dsn)}"
+        ) from exc
     except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
-        raise StoreUnavailable(f"cannot connect to Postgres at {where}: {_reason(exc)}") from exc
+        raise StoreUnavailable(
+            f"cannot connect to Postgres at {where}: {scrub_password(_reason(exc), dsn)}"
+        ) from exc
     except ValueError as exc:  # asyncpg's DSN parser
-        raise ConfigurationError(f"invalid Postgres DSN for {where}: {_reason(exc)}") from exc
+        raise ConfigurationError(
+            f"invalid Postgres DSN for {where}: {scrub_password(_reason(exc), dsn)}"
+        ) from exc
     return pool
 
 

@@ -188,7 +188,8 @@ def verify_applied(available: Sequence[Migration], applied: Sequence[AppliedMigr
         raise MigrationError("; ".join(message for _, _, message in problems))
 
 
-def _known_version(available: Sequence[Migration], version: int, what: str) -> None:
+def check_known_version(available: Sequence[Migration], version: int, what: str) -> None:
+    """Raise :class:`MigrationError` unless ``version`` is one of ``available``'s."""
     known = [m.version for m in available]
     if version not in known:
         listing = ", ".join(f"{v:04d}" for v in known) or "none"
@@ -212,7 +213,7 @@ def plan_up(
     """
     verify_applied(available, applied)
     if target is not None:
-        _known_version(available, target, "target")
+        check_known_version(available, target, "target")
     done = {row.version for row in applied}
     latest = max(done, default=0)
     pending = [
@@ -246,7 +247,7 @@ def plan_down(
     if to is None:
         to = done[-2] if len(done) >= 2 else 0
     elif to != 0:
-        _known_version(available, to, "--to")
+        check_known_version(available, to, "--to")
     by_version = {m.version: m for m in available}
     return tuple(by_version[v] for v in reversed(done) if v > to)
 
@@ -320,6 +321,7 @@ __all__ = [
     "Migration",
     "MigrationState",
     "MigrationStatus",
+    "check_known_version",
     "check_schema_current",
     "checksum",
     "discover_migrations",
