@@ -367,6 +367,9 @@ def _new_store(
         statement_cache_size=settings.statement_cache_size,
         pooled=settings.pg_is_pooled,
         max_size=max_size,
+        max_inactive_lifetime=(
+            settings.pool_max_inactive_lifetime if isinstance(settings, WorkerSettings) else 300.0
+        ),
         **kit.store_options(settings),
     )
 

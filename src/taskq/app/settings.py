@@ -431,6 +431,23 @@ class TaskQSettings(BaseSettings):
                 yield name, value
 
 
+#: Validated and documented, but no code acts on them yet (see docs/settings.md).
+#: ``pg_dsn_pooled`` is checked apart: its default follows ``pg_dsn``.
+INERT_SETTINGS: Final = (
+    "health_enabled",
+    "health_socket_path",
+    "health_pg_ping_timeout",
+    "health_tasks_enabled",
+    "otel_enabled",
+    "worker_group",
+    "dispatch_oversample",
+    "dispatch_scope_by_home_queue",
+    "admin_host",
+    "admin_port",
+    "admin_url",
+)
+
+
 class MigrateSettings(TaskQSettings):
     """What ``taskq migrate`` reads: the client settings plus ``TASKQ_PG_DSN_DIRECT``.
 
@@ -547,6 +564,21 @@ class WorkerSettings(TaskQSettings):
     def _split_dsn(cls, value: str, info: ValidationInfo) -> str:
         return _direct_dsn(value, info)
 
+    def inert_settings(self) -> list[str]:
+        """The accepted-but-not-yet-acted-on variables set to something other than their default.
+
+        The worker logs them once at start (``worker-settings-inert``), so nobody
+        silently gets nothing; ``docs/settings.md`` says what each is planned for.
+        """
+        named = [
+            env_var(name)
+            for name in INERT_SETTINGS
+            if getattr(self, name) != WorkerSettings.model_fields[name].get_default()
+        ]
+        if self.pg_dsn_pooled != self.pg_dsn:
+            named.append(env_var("pg_dsn_pooled"))
+        return named
+
     def post_load(self) -> Self:
         """Check the timing rules (all violations in one error); return ``self``."""
         check_timing(self.timing)
@@ -632,6 +664,7 @@ __all__ = [
     "BUILTIN_DRIVERS",
     "DEFAULT_PG_DSN",
     "ENV_PREFIX",
+    "INERT_SETTINGS",
     "MigrateSettings",
     "TaskQSettings",
     "WorkerSettings",

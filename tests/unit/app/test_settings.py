@@ -779,3 +779,26 @@ def test_prune_retention_for_status(status: str, days: int) -> None:
         }
     )
     assert settings.prune_retention_for(status) == timedelta(days=days)
+
+
+def test_inert_settings_names_only_those_set_to_something_else() -> None:
+    """Accepted but not acted on: the worker warns about each one an operator changed."""
+    from taskq.app.settings import WorkerSettings as WS
+
+    assert WS.load_from_dict({}).inert_settings() == []
+    assert (
+        WS.load_from_dict({"health_enabled": True, "worker_group": "default"}).inert_settings()
+        == []
+    )
+    changed = WS.load_from_dict(
+        {
+            "TASKQ_WORKER_GROUP": "billing",
+            "TASKQ_DISPATCH_OVERSAMPLE": 3,
+            "TASKQ_PG_DSN_POOLED": "postgresql://bouncer:6432/db",
+        }
+    ).inert_settings()
+    assert changed == [
+        "TASKQ_WORKER_GROUP",
+        "TASKQ_DISPATCH_OVERSAMPLE",
+        "TASKQ_PG_DSN_POOLED",
+    ]

@@ -63,6 +63,8 @@ class PoolOptions:
     pooled: bool = False
     command_timeout: float | None = None
     connect_timeout: float = CONNECT_TIMEOUT
+    #: Seconds before an idle connection is closed (0: never); TASKQ_POOL_MAX_INACTIVE_LIFETIME.
+    max_inactive_lifetime: float = 300.0
 
 
 async def _keep_session(conn: object) -> None:
@@ -99,6 +101,7 @@ async def create_pool(dsn: str, options: PoolOptions | None = None) -> Pool:
                 0 if opts.pooled else opts.max_cached_statement_lifetime
             ),
             command_timeout=opts.command_timeout,
+            max_inactive_connection_lifetime=opts.max_inactive_lifetime,  # 0 never closes
             timeout=opts.connect_timeout,
             server_settings=server_settings,
             init=register_jsonb_codec if opts.pooled else _init_session,

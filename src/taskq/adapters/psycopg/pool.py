@@ -46,6 +46,8 @@ class PoolOptions:
     prepare_threshold: int = DEFAULT_PREPARE_THRESHOLD
     pooled: bool = False
     connect_timeout: float = CONNECT_TIMEOUT
+    #: Seconds before an idle connection is closed (0: never); TASKQ_POOL_MAX_INACTIVE_LIFETIME.
+    max_inactive_lifetime: float = 300.0
 
 
 def connection_kwargs(dsn: str, options: PoolOptions) -> dict[str, Any]:
@@ -108,6 +110,8 @@ async def create_pool(dsn: str, options: PoolOptions | None = None) -> Pool:
         max_size=opts.max_size,
         kwargs=kwargs,
         configure=configure,
+        # psycopg_pool has no "never": a year is as good (it only shrinks above min_size).
+        max_idle=opts.max_inactive_lifetime or 365 * 86400.0,
         open=False,
         name="taskq",
     )

@@ -63,6 +63,14 @@ async def start(state: WorkerState, *, force: bool) -> None:
         await deregister(state)
         raise
     bootstrap_warnings(state.registry, state.queues)
+    inert = settings.inert_settings()
+    if inert:
+        events.emit(
+            events.WORKER_SETTINGS_INERT,
+            logging.WARNING,
+            settings=inert,
+            note="accepted, but this TaskQ does not act on them yet (see docs/settings.md)",
+        )
     events.emit(
         events.WORKER_STARTED,
         worker_id=state.worker_id,
