@@ -11,6 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from taskq.app.cli_support import fail
+from taskq.app.settings import MAX_CONCURRENCY_LIMIT
 from taskq.domain.errors import TaskQError
 
 
@@ -36,6 +37,7 @@ def worker_command(
         typer.Option(
             "--max-concurrency",
             min=1,
+            max=MAX_CONCURRENCY_LIMIT,
             help="Jobs run at once (default: TASKQ_MAX_CONCURRENCY).",
             show_default=False,
         ),

@@ -61,6 +61,9 @@ from taskq.domain.storable import MAX_NAME_LENGTH
 from taskq.domain.watchdog import WatchdogSettings
 
 ENV_PREFIX: Final = "TASKQ_"
+#: Upper bound of TASKQ_MAX_CONCURRENCY / --max-concurrency: one consumer task each
+#: (100,000 took 1 GB and a million a minute to start), and 1.5x as many pool connections.
+MAX_CONCURRENCY_LIMIT: Final = 10_000
 DEFAULT_PG_DSN: Final = "postgresql://taskq:taskq@localhost:5432/taskq"
 
 # Set while load_from_dict builds a model: the settings sources are then the
@@ -490,7 +493,7 @@ class WorkerSettings(TaskQSettings):
     pool_max_inactive_lifetime: NonNegativeSeconds = 300.0
 
     # -- worker ---------------------------------------------------------------------------
-    max_concurrency: Annotated[int, Field(ge=1)] = 8
+    max_concurrency: Annotated[int, Field(ge=1, le=MAX_CONCURRENCY_LIMIT)] = 8
     queues: QueueList = Field(default_factory=lambda: ["default"])
     poll_interval: PositiveSeconds = 1.0
     worker_label: OptionalStr = None
@@ -665,6 +668,7 @@ __all__ = [
     "DEFAULT_PG_DSN",
     "ENV_PREFIX",
     "INERT_SETTINGS",
+    "MAX_CONCURRENCY_LIMIT",
     "MigrateSettings",
     "TaskQSettings",
     "WorkerSettings",

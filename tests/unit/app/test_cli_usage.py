@@ -40,3 +40,18 @@ def test_help_still_exits_0(capsys: pytest.CaptureFixture[str], args: list[str])
     code, out, _ = run(capsys, *args)
     assert code == 0
     assert "Usage" in out
+
+
+def test_max_concurrency_has_a_documented_upper_bound(capsys: pytest.CaptureFixture[str]) -> None:
+    """99999999999999999999 hung silently, a million took a minute to start: both the flag
+    and TASKQ_MAX_CONCURRENCY stop at 10,000."""
+    from taskq.app.settings import WorkerSettings
+    from taskq.domain.errors import ConfigurationError
+
+    code, _, err = run(capsys, "worker", "--actors", "m:r", "--max-concurrency", "10001")
+    assert code == 1
+    assert "--max-concurrency" in err
+    assert "10000" in err
+    with pytest.raises(ConfigurationError, match=r"TASKQ_MAX_CONCURRENCY.*10000"):
+        WorkerSettings.load_from_dict({"TASKQ_MAX_CONCURRENCY": "99999999999999999999"})
+    assert WorkerSettings.load_from_dict({"max_concurrency": 10_000}).max_concurrency == 10_000
