@@ -21,6 +21,7 @@ The reference for operators is ``docs/settings.md``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
@@ -131,6 +132,7 @@ def _redis_url(value: str | None) -> str | None:
     return text
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*([wdhms])", re.IGNORECASE)
 _DURATION_FULL = re.compile(r"(?:\d+(?:\.\d+)?\s*[wdhms]\s*)+", re.IGNORECASE)
 _UNIT_SECONDS: Final = {"w": 604800.0, "d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
@@ -349,6 +351,21 @@ class TaskQSettings(BaseSettings):
             super().__init__(**values)
         except ValidationError as exc:
             raise _configuration_error(exc) from exc
+        except UnicodeDecodeError as exc:  # from reading the env file
+            raise ConfigurationError(
+                f"invalid settings: {values.get('_env_file')}: not UTF-8 text "
+                f"({exc.reason} at byte {exc.start})"
+            ) from None
+
+    @field_validator("*")
+    @classmethod
+    def _decodable(cls, value: Any) -> Any:
+        # Undecodable bytes in a variable arrive as lone surrogates (surrogateescape);
+        # refused here, named, rather than failing later with a traceback.
+        texts = value if isinstance(value, list) else [value]
+        if any(isinstance(t, str) and _SURROGATE.search(t) for t in texts):
+            raise ValueError("holds bytes that are not UTF-8 text")
+        return value
 
     # -- construction -------------------------------------------------------------------
 
@@ -357,8 +374,12 @@ class TaskQSettings(BaseSettings):
         """Read ``TASKQ_*`` from the environment and ``env_file`` (if it exists).
 
         Environment variables win over the file; ``env_file=None`` skips it.
-        A relative path is resolved against the working directory.
+        A relative path is resolved against the working directory. The default
+        ``.env`` is optional; any other file named here must exist
+        (``ConfigurationError`` otherwise: a typo must not mean the defaults).
         """
+        if env_file is not None and str(env_file) != ".env" and not Path(env_file).is_file():
+            raise ConfigurationError(f"invalid settings: env file {str(env_file)!r} does not exist")
         return cls(_env_file=env_file)
 
     @classmethod
@@ -640,6 +661,39 @@ class WorkerSettings(TaskQSettings):
         return per_status.get(status, self.prune_retention_period)
 
 
+# -- unknown variable names -------------------------------------------------------------
+
+#: TASKQ_* names TaskQ's own tooling reads that are not settings.
+_TOOLING_VARS: Final = frozenset({"TASKQ_TEST_DSN", "TASKQ_TEST_REDIS_URL", "TASKQ_VENV"})
+
+
+def unknown_variables(
+    environ: Mapping[str, str], env_file: str | Path | None = ".env"
+) -> dict[str, str | None]:
+    """``TASKQ_*`` names in ``environ`` or ``env_file`` that no setting reads, each with
+    the closest known name (``None`` when nothing is close). ``load`` ignores them, so a
+    typo such as ``TASKQ_MAX_CONCURENCY`` would otherwise go unnoticed.
+    """
+    import difflib
+
+    names = set(environ)
+    if env_file is not None and Path(env_file).is_file():
+        from dotenv import dotenv_values
+
+        with contextlib.suppress(UnicodeDecodeError):  # load() reports the file
+            names |= set(dotenv_values(env_file, encoding="utf-8"))
+    known = {env_var(name) for name in WorkerSettings.model_fields}
+    unknown = sorted(
+        n
+        for n in names
+        if n.upper().startswith(ENV_PREFIX) and n.upper() not in known | _TOOLING_VARS
+    )
+    return {
+        name: next(iter(difflib.get_close_matches(name.upper(), known, n=1, cutoff=0.8)), None)
+        for name in unknown
+    }
+
+
 # -- error translation ------------------------------------------------------------------
 
 
@@ -676,4 +730,5 @@ __all__ = [
     "env_var",
     "parse_duration",
     "redact_url",
+    "unknown_variables",
 ]

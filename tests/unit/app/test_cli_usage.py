@@ -55,3 +55,11 @@ def test_max_concurrency_has_a_documented_upper_bound(capsys: pytest.CaptureFixt
     with pytest.raises(ConfigurationError, match=r"TASKQ_MAX_CONCURRENCY.*10000"):
         WorkerSettings.load_from_dict({"TASKQ_MAX_CONCURRENCY": "99999999999999999999"})
     assert WorkerSettings.load_from_dict({"max_concurrency": 10_000}).max_concurrency == 10_000
+
+
+def test_idle_max_runtime_without_until_idle_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    """It was silently ignored; a worker meant to stop after 600 s ran forever."""
+    code, _, err = run(capsys, "worker", "--actors", "m:r", "--idle-max-runtime", "600")
+    assert code == 1
+    (line,) = err.splitlines()
+    assert line.startswith("taskq: --idle-max-runtime applies only with --until-idle")
