@@ -10,7 +10,6 @@ from taskq.app import composition
 from taskq.app.cli_support import (
     DsnOption,
     SchemaOption,
-    describe_target,
     fail,
     migrate_target,
     run_async,
@@ -32,7 +31,7 @@ def up(
 ) -> None:
     """Apply pending migrations. Safe to repeat and to run from several processes at once."""
     dsn, schema = migrate_target(dsn, schema)
-    typer.echo(describe_target(dsn, schema))
+    typer.echo(composition.describe_target(dsn, schema))
     applied = run_async(composition.migrate_up(dsn=dsn, schema_name=schema, target=target))
     for migration in applied:
         typer.echo(f"applied {migration.label}")
@@ -51,7 +50,7 @@ def down(
 ) -> None:
     """Revert migrations, newest first (default: only the latest)."""
     dsn, schema = migrate_target(dsn, schema)
-    typer.echo(describe_target(dsn, schema))
+    typer.echo(composition.describe_target(dsn, schema))
     reverted = run_async(composition.migrate_down(dsn=dsn, schema_name=schema, to=to))
     for migration in reverted:
         typer.echo(f"reverted {migration.label}")
@@ -63,7 +62,7 @@ def down(
 def status(dsn: DsnOption = None, schema: SchemaOption = None) -> None:
     """List applied and pending migrations. Exits 1 when an applied file changed."""
     dsn, schema = migrate_target(dsn, schema)
-    typer.echo(describe_target(dsn, schema))
+    typer.echo(composition.describe_target(dsn, schema))
     report = run_async(composition.migrate_status(dsn=dsn, schema_name=schema))
     table = [("VERSION", "NAME", "STATE", "APPLIED AT")]
     for row in report.rows:

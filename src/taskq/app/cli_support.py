@@ -66,14 +66,6 @@ def migrate_target(dsn: str | None, schema: str | None) -> tuple[str, str]:
     return settings.pg_dsn_direct, settings.schema_name
 
 
-def describe_target(dsn: str, schema: str) -> str:
-    """``schema X in database D at host:port``: what is migrated, never the password."""
-    from taskq.adapters.postgres.dsn import dsn_database, dsn_location
-
-    database = dsn_database(dsn) or "(the user's default database)"
-    return f"schema {schema} in database {database} at {dsn_location(dsn)}"
-
-
 def run_async(coro: Coroutine[Any, Any, T]) -> T:
     """Run ``coro`` to completion; a ``TaskQError`` becomes a one-line failure."""
     try:
@@ -85,7 +77,6 @@ def run_async(coro: Coroutine[Any, Any, T]) -> T:
 __all__ = [
     "DsnOption",
     "SchemaOption",
-    "describe_target",
     "fail",
     "migrate_target",
     "run_async",

@@ -65,6 +65,14 @@ class MigrationReport:
     problems: str
 
 
+def describe_target(dsn: str, schema: str) -> str:
+    """``schema X in database D at host:port``: what ``taskq migrate`` works on, no password."""
+    from taskq.adapters.postgres.dsn import dsn_database, dsn_location
+
+    database = dsn_database(dsn) or "(the user's default database)"
+    return f"schema {schema} in database {database} at {dsn_location(dsn)}"
+
+
 async def migrate_up(
     *,
     dsn: str,
@@ -579,6 +587,7 @@ __all__ = [
     "MigrationStatus",
     "WorkerPorts",
     "build_worker_ports",
+    "describe_target",
     "memory_worker_ports",
     "migrate_down",
     "migrate_status",
