@@ -8,6 +8,7 @@ import socket
 import sys
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import asyncpg
@@ -20,6 +21,7 @@ from contracts.provision import (
 )
 from tests.integration.worker.roles import as_user
 
+from taskq.adapters.postgres.dsn import dsn_location as location
 from taskq.adapters.postgres.migrator import discover_migrations
 
 pytestmark = pytest.mark.integration
@@ -47,9 +49,11 @@ class Run:
     err: str
 
 
-async def taskq(*args: str, env: Mapping[str, str] | None = None) -> Run:
+async def taskq(*args: str, env: Mapping[str, str] | None = None, cwd: Path | None = None) -> Run:
     """Run ``taskq`` in a child process with no TASKQ_* variables except ``env``."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith("TASKQ_")}
+    if cwd is not None:  # the child must still import the tests' taskq
+        clean["PYTHONPATH"] = os.pathsep.join([*sys.path[1:], clean.get("PYTHONPATH", "")])
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -58,6 +62,7 @@ async def taskq(*args: str, env: Mapping[str, str] | None = None) -> Run:
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         env={**clean, **(env or {})},
+        cwd=cwd,
     )
     out, err = await asyncio.wait_for(proc.communicate(), timeout=60)
     assert proc.returncode is not None
@@ -145,7 +150,7 @@ async def test_up_twice_gives_one_complete_schema(dsn: str, schema: str) -> None
     """`up` creates every table and index once; a second `up` changes nothing."""
     first = await taskq("migrate", "up", "--dsn", dsn, "--schema", schema)
     assert first.code == 0, first.err
-    assert first.out.splitlines() == [f"applied {label}" for label in LABELS]
+    assert first.out.splitlines()[1:] == [f"applied {label}" for label in LABELS]
     before = await catalog(dsn, schema)
 
     second = await taskq("migrate", "up", "--dsn", dsn, "--schema", schema)
@@ -201,7 +206,7 @@ async def test_status_lists_applied_and_pending(dsn: str, schema: str) -> None:
     fresh = await taskq("migrate", "status", "--dsn", dsn, "--schema", schema)
     assert fresh.code == 0, fresh.err
     lines = fresh.out.splitlines()
-    assert lines[0] == f"schema {schema}"
+    assert lines[0] == f"schema {schema} in database {dsn.rpartition('/')[2]} at {location(dsn)}"
     assert lines[1].split() == ["VERSION", "NAME", "STATE", "APPLIED", "AT"]
     assert [line.split()[2] for line in lines[2:]] == ["pending"] * len(LABELS)
     assert await fetch(dsn, "SELECT 1 FROM pg_namespace WHERE nspname = $1", schema) == []
@@ -226,11 +231,11 @@ async def test_down_then_up_restores_the_same_schema(dsn: str, schema: str) -> N
 
     one = await taskq("migrate", "down", "--dsn", dsn, "--schema", schema)
     assert one.code == 0, one.err
-    assert one.out.splitlines() == [f"reverted {LABELS[-1]}"]
+    assert one.out.splitlines()[1:] == [f"reverted {LABELS[-1]}"]
 
     rest = await taskq("migrate", "down", "--to", "0", "--dsn", dsn, "--schema", schema)
     assert rest.code == 0, rest.err
-    assert rest.out.splitlines() == [f"reverted {label}" for label in reversed(LABELS[:-1])]
+    assert rest.out.splitlines()[1:] == [f"reverted {label}" for label in reversed(LABELS[:-1])]
     emptied = await catalog(dsn, schema)
     assert tables(emptied) == {"schema_migrations"}
     assert emptied["migrations"] == []
@@ -243,14 +248,14 @@ async def test_target_stops_at_the_given_version(dsn: str, schema: str) -> None:
     """`up --target 2` applies 0001 and 0002 only; a later `up` applies the rest."""
     partial = await taskq("migrate", "up", "--target", "2", "--dsn", dsn, "--schema", schema)
     assert partial.code == 0, partial.err
-    assert partial.out.splitlines() == [f"applied {label}" for label in LABELS[:2]]
+    assert partial.out.splitlines()[1:] == [f"applied {label}" for label in LABELS[:2]]
     assert tables(await catalog(dsn, schema)) == TABLES_UP_TO_2 | {"schema_migrations"}
 
     rest = await taskq("migrate", "up", "--dsn", dsn, "--schema", schema)
-    assert rest.out.splitlines() == [f"applied {label}" for label in LABELS[2:]]
+    assert rest.out.splitlines()[1:] == [f"applied {label}" for label in LABELS[2:]]
 
     down = await taskq("migrate", "down", "--to", "2", "--dsn", dsn, "--schema", schema)
-    assert down.out.splitlines() == [f"reverted {label}" for label in reversed(LABELS[2:])]
+    assert down.out.splitlines()[1:] == [f"reverted {label}" for label in reversed(LABELS[2:])]
     assert tables(await catalog(dsn, schema)) == TABLES_UP_TO_2 | {"schema_migrations"}
 
 
@@ -280,7 +285,7 @@ async def test_unreachable_database_prints_one_line_and_exits_1(command: list[st
     run = await taskq("migrate", *command, "--dsn", f"postgresql://u:secret@127.0.0.1:{port}/db")
     assert run.code == 1
     assert run.err == f"taskq: cannot connect to Postgres at 127.0.0.1:{port}: connection refused\n"
-    assert run.out == ""
+    assert run.out == f"schema taskq in database db at 127.0.0.1:{port}\n"
 
 
 async def test_invalid_schema_name_prints_one_line_and_exits_1() -> None:
@@ -294,7 +299,9 @@ async def test_invalid_schema_name_prints_one_line_and_exits_1() -> None:
     )
     assert run.code == 1
     (line,) = run.err.splitlines()
-    assert line.startswith("taskq: TASKQ_SCHEMA_NAME 'x\"; drop table y; --' is not a valid")
+    assert line.startswith(
+        "taskq: invalid settings: TASKQ_SCHEMA_NAME: schema name 'x\"; drop table y; --' is not"
+    )
 
 
 async def test_dsn_comes_from_the_environment_and_the_flag_overrides_it(
@@ -303,7 +310,7 @@ async def test_dsn_comes_from_the_environment_and_the_flag_overrides_it(
     """TASKQ_PG_DSN is used when --dsn is absent; --dsn wins over it."""
     from_env = await taskq("migrate", "up", env={"TASKQ_PG_DSN": dsn, "TASKQ_SCHEMA_NAME": schema})
     assert from_env.code == 0, from_env.err
-    assert len(from_env.out.splitlines()) == len(LABELS)
+    assert len(from_env.out.splitlines()) == 1 + len(LABELS)
 
     closed = f"postgresql://127.0.0.1:{free_port()}/db"
     overridden = await taskq(

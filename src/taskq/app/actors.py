@@ -666,6 +666,15 @@ def load_registry(spec: str) -> dict[str, ActorRef[Any, Any]]:
         raise RegistryError(f"actor registry {spec!r} must look like 'package.module:attribute'")
     try:
         target: object = importlib.import_module(module_name)
+    except (SystemExit, KeyboardInterrupt) as exc:
+        # e.g. argparse run at import: without this the worker would exit 0, silently.
+        raise RegistryError(
+            f"actor registry {spec!r}: importing {module_name!r} called sys.exit"
+            f"({exc.code!r}){_raised_at(exc)}: a module the worker imports must not exit"
+            if isinstance(exc, SystemExit)
+            else f"actor registry {spec!r}: importing {module_name!r} raised "
+            f"KeyboardInterrupt{_raised_at(exc)}"
+        ) from exc
     except Exception as exc:
         raise RegistryError(
             f"actor registry {spec!r}: cannot import {module_name!r}: "

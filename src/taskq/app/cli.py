@@ -5,6 +5,11 @@ Each group lives in its own ``cli_<group>.py`` module and is added here.
 
 from __future__ import annotations
 
+import importlib
+import sys
+from types import ModuleType
+from typing import NoReturn
+
 import typer
 
 from taskq.app.cli_demo import demo_command
@@ -25,9 +30,40 @@ app.add_typer(migrate_app, name="migrate")
 app.command("worker")(worker_command)
 
 
-def main() -> None:
-    """Console-script entry point (``taskq``)."""
-    app()
+def _click_exceptions() -> ModuleType:
+    # Recent typer vendors click as typer._click; older ones use click itself.
+    try:
+        return importlib.import_module("typer._click.exceptions")
+    except ImportError:
+        return importlib.import_module("click.exceptions")
+
+
+def main(args: list[str] | None = None) -> NoReturn:
+    """Console-script entry point (``taskq``).
+
+    A usage error (unknown option or command, bad flag value) prints one
+    ``taskq: ...`` line and exits 1, like a bad setting: exit 2 is the
+    watchdog's, so a supervisor can tell a typo from a wedged worker.
+    """
+    errors = _click_exceptions()
+    try:
+        code = app(args=args, standalone_mode=False)
+    except errors.NoArgsIsHelpError:
+        sys.exit(0)  # the help was printed while the error was made
+    except errors.UsageError as exc:
+        names: list[str] = []
+        ctx = exc.ctx
+        while ctx is not None and ctx.parent is not None:  # the sub-command, without argv[0]
+            names.insert(0, str(ctx.info_name))
+            ctx = ctx.parent
+        where = "".join(f"{name} " for name in names).rstrip()
+        message = " ".join(exc.format_message().split())
+        typer.echo(f"taskq: {where + ': ' if where else ''}{message}", err=True)
+        sys.exit(1)
+    except typer.Abort:
+        typer.echo("taskq: aborted", err=True)
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

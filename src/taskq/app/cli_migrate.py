@@ -8,11 +8,10 @@ import typer
 
 from taskq.app import composition
 from taskq.app.cli_support import (
-    DEFAULT_PG_DSN,
-    DEFAULT_SCHEMA,
     DsnOption,
     SchemaOption,
     fail,
+    migrate_target,
     run_async,
 )
 
@@ -27,10 +26,12 @@ def up(
         int | None,
         typer.Option("--target", min=1, help="Stop after this version (default: the latest)."),
     ] = None,
-    dsn: DsnOption = DEFAULT_PG_DSN,
-    schema: SchemaOption = DEFAULT_SCHEMA,
+    dsn: DsnOption = None,
+    schema: SchemaOption = None,
 ) -> None:
     """Apply pending migrations. Safe to repeat and to run from several processes at once."""
+    dsn, schema = migrate_target(dsn, schema)
+    typer.echo(composition.describe_target(dsn, schema))
     applied = run_async(composition.migrate_up(dsn=dsn, schema_name=schema, target=target))
     for migration in applied:
         typer.echo(f"applied {migration.label}")
@@ -44,10 +45,12 @@ def down(
         int | None,
         typer.Option("--to", min=0, help="Revert every migration newer than this (0: all)."),
     ] = None,
-    dsn: DsnOption = DEFAULT_PG_DSN,
-    schema: SchemaOption = DEFAULT_SCHEMA,
+    dsn: DsnOption = None,
+    schema: SchemaOption = None,
 ) -> None:
     """Revert migrations, newest first (default: only the latest)."""
+    dsn, schema = migrate_target(dsn, schema)
+    typer.echo(composition.describe_target(dsn, schema))
     reverted = run_async(composition.migrate_down(dsn=dsn, schema_name=schema, to=to))
     for migration in reverted:
         typer.echo(f"reverted {migration.label}")
@@ -56,8 +59,10 @@ def down(
 
 
 @migrate_app.command("status")
-def status(dsn: DsnOption = DEFAULT_PG_DSN, schema: SchemaOption = DEFAULT_SCHEMA) -> None:
+def status(dsn: DsnOption = None, schema: SchemaOption = None) -> None:
     """List applied and pending migrations. Exits 1 when an applied file changed."""
+    dsn, schema = migrate_target(dsn, schema)
+    typer.echo(composition.describe_target(dsn, schema))
     report = run_async(composition.migrate_status(dsn=dsn, schema_name=schema))
     table = [("VERSION", "NAME", "STATE", "APPLIED AT")]
     for row in report.rows:
@@ -66,7 +71,6 @@ def status(dsn: DsnOption = DEFAULT_PG_DSN, schema: SchemaOption = DEFAULT_SCHEM
         )
         table.append((f"{row.version:04d}", row.name, row.state.value, applied_at))
     widths = [max(len(line[i]) for line in table) for i in range(3)]
-    typer.echo(f"schema {report.schema}")
     for line in table:
         cells = [cell.ljust(width) for cell, width in zip(line, widths, strict=False)]
         typer.echo("  ".join([*cells, line[3]]))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Coroutine
-from typing import Annotated, Any, Final, NoReturn, TypeVar
+from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 
@@ -17,24 +17,22 @@ from taskq.domain.errors import TaskQError
 
 T = TypeVar("T")
 
-#: The DSN used when neither ``--dsn`` nor a DSN variable is set (the settings default).
-DEFAULT_PG_DSN: Final = "postgresql://taskq:taskq@localhost:5432/taskq"
-DEFAULT_SCHEMA: Final = "taskq"
-
 DsnOption = Annotated[
-    str,
+    str | None,
     typer.Option(
         "--dsn",
-        # Direct first: migrations hold a session advisory lock, which a
-        # transaction-mode pooler would silently drop.
-        envvar=["TASKQ_PG_DSN_DIRECT", "TASKQ_PG_DSN"],
-        help="Postgres DSN (default: TASKQ_PG_DSN_DIRECT, else TASKQ_PG_DSN).",
+        help="Postgres DSN (default: TASKQ_PG_DSN_DIRECT, else TASKQ_PG_DSN, from the "
+        "environment or .env, as the worker reads them).",
         show_default=False,
     ),
 ]
 SchemaOption = Annotated[
-    str,
-    typer.Option("--schema", envvar="TASKQ_SCHEMA_NAME", help="Schema holding TaskQ's tables."),
+    str | None,
+    typer.Option(
+        "--schema",
+        help="Schema holding TaskQ's tables (default: TASKQ_SCHEMA_NAME, else taskq).",
+        show_default=False,
+    ),
 ]
 
 
@@ -42,6 +40,30 @@ def fail(message: str) -> NoReturn:
     """Print ``taskq: <message>`` as one line on stderr and exit 1."""
     typer.echo("taskq: " + " ".join(message.split()), err=True)
     raise typer.Exit(1)
+
+
+def migrate_target(dsn: str | None, schema: str | None) -> tuple[str, str]:
+    """The DSN and schema ``taskq migrate`` works on, resolved exactly as the worker does.
+
+    ``TASKQ_*`` from the environment and ``.env`` (the worker's loader, so bad
+    values are refused alike), then the flags, which win. Fails with one line.
+    """
+    from taskq.app.settings import MigrateSettings, check_pg_dsn
+    from taskq.domain.settings_rules import validate_identifier
+
+    overrides: dict[str, Any] = {"_env_file": ".env"}  # flags win over environment and .env
+    try:
+        if dsn is not None:
+            overrides["pg_dsn_direct"] = check_pg_dsn(dsn)
+    except ValueError as exc:
+        fail(f"--dsn: {exc}")
+    try:
+        if schema is not None:
+            overrides["schema_name"] = validate_identifier(schema, what="--schema")
+        settings = MigrateSettings(**overrides)
+    except TaskQError as exc:
+        fail(str(exc))
+    return settings.pg_dsn_direct, settings.schema_name
 
 
 def run_async(coro: Coroutine[Any, Any, T]) -> T:
@@ -52,4 +74,10 @@ def run_async(coro: Coroutine[Any, Any, T]) -> T:
         fail(str(exc))
 
 
-__all__ = ["DEFAULT_PG_DSN", "DEFAULT_SCHEMA", "DsnOption", "SchemaOption", "fail", "run_async"]
+__all__ = [
+    "DsnOption",
+    "SchemaOption",
+    "fail",
+    "migrate_target",
+    "run_async",
+]

@@ -11,6 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from taskq.app.cli_support import fail
+from taskq.app.settings import MAX_CONCURRENCY_LIMIT
 from taskq.domain.errors import TaskQError
 
 
@@ -27,7 +28,7 @@ def worker_command(
         list[str] | None,
         typer.Option(
             "--queues",
-            help="A queue to consume; repeat the flag for several (default: TASKQ_QUEUES).",
+            help="Queues to consume, comma-separated or repeated (default: TASKQ_QUEUES).",
             show_default=False,
         ),
     ] = None,
@@ -36,6 +37,7 @@ def worker_command(
         typer.Option(
             "--max-concurrency",
             min=1,
+            max=MAX_CONCURRENCY_LIMIT,
             help="Jobs run at once (default: TASKQ_MAX_CONCURRENCY).",
             show_default=False,
         ),
@@ -68,9 +70,12 @@ def worker_command(
     from taskq.app.settings import WorkerSettings
     from taskq.app.worker.main import worker_main
 
+    if idle_max_runtime is not None and not until_idle:
+        fail("--idle-max-runtime applies only with --until-idle; add --until-idle or drop it")
     overrides: dict[str, Any] = {}
     if queues:
-        overrides["queues"] = queues
+        # Comma-separated, as TASKQ_QUEUES: '--queues a,b' consumes a and b, not 'a,b'.
+        overrides["queues"] = ",".join(queues)
     if max_concurrency is not None:
         overrides["max_concurrency"] = max_concurrency
     if idle_max_runtime is not None:

@@ -19,6 +19,8 @@ from taskq.adapters.postgres.migrator import (
     Migration,
     MigrationState,
     MigrationStatus,
+    check_known_version,
+    check_schema_current,
     discover_migrations,
     migration_status,
     status_problems,
@@ -29,7 +31,7 @@ from taskq.app.connection_overrides import (  # re-exported: callers look the ev
 )
 from taskq.app.connection_overrides import check_overrides, dedicated_conn, store_source
 from taskq.app.connections import WorkerConnections
-from taskq.app.settings import BUILTIN_DRIVERS, TaskQSettings, WorkerSettings
+from taskq.app.settings import BUILTIN_DRIVERS, TaskQSettings, WorkerSettings, redact_url
 from taskq.app.worker.ports import WorkerPorts
 from taskq.domain.errors import (
     ConfigurationError,
@@ -63,6 +65,14 @@ class MigrationReport:
     problems: str
 
 
+def describe_target(dsn: str, schema: str) -> str:
+    """``schema X in database D at host:port``: what ``taskq migrate`` works on, no password."""
+    from taskq.adapters.postgres.dsn import dsn_database, dsn_location
+
+    database = dsn_database(dsn) or "(the user's default database)"
+    return f"schema {schema} in database {database} at {dsn_location(dsn)}"
+
+
 async def migrate_up(
     *,
     dsn: str,
@@ -78,6 +88,8 @@ async def migrate_up(
     made. Raises ``InvalidIdentifierError``, ``StoreUnavailable`` or ``MigrationError``.
     """
     schema = Schema(schema_name)
+    if target is not None:  # before connecting: a typo must not create the schema
+        check_known_version(discover_migrations(), target, "target")
     async with asyncpg_migrate.open_connection(dsn) as conn:
         return await asyncpg_migrate.upgrade(conn, schema, target=target, lock_timeout=lock_timeout)
 
@@ -91,6 +103,8 @@ async def migrate_down(
 ) -> tuple[Migration, ...]:
     """Revert migrations newer than ``to`` (default: the latest one); returns those reverted."""
     schema = Schema(schema_name)
+    if to:
+        check_known_version(discover_migrations(), to, "--to")
     async with asyncpg_migrate.open_connection(dsn) as conn:
         return await asyncpg_migrate.downgrade(conn, schema, to=to, lock_timeout=lock_timeout)
 
@@ -361,6 +375,9 @@ def _new_store(
         statement_cache_size=settings.statement_cache_size,
         pooled=settings.pg_is_pooled,
         max_size=max_size,
+        max_inactive_lifetime=(
+            settings.pool_max_inactive_lifetime if isinstance(settings, WorkerSettings) else 300.0
+        ),
         **kit.store_options(settings),
     )
 
@@ -427,9 +444,10 @@ async def _postgres_worker_ports(
                 max_size=_worker_pool_max(settings),
             )
             pool = await _open_pool(pg_store)
+            built.append(pg_store)
+            await _check_schema(pg_store)
             store, pg_limiter = pg_store, kit.rate_limiter(pool, schema=schema)
             owned.add("store")
-            built.append(store)
         if leader_lock is None:
             conn, owns = await dedicated_conn(
                 connections, "leader_conn", kit.conn_type, settings.driver
@@ -472,6 +490,21 @@ async def _postgres_worker_ports(
     )
 
 
+async def _check_schema(store: PooledQueueStore[Any]) -> None:
+    """Refuse a schema behind this TaskQ's migrations (``SchemaNotMigrated``); warn if ahead.
+
+    Without this, a worker on an older schema would start and fail every claim.
+    """
+    import logging
+
+    from taskq.app.worker import events
+
+    applied = await store.applied_migration_versions()
+    ahead = check_schema_current(discover_migrations(), applied, schema=store.schema.name)
+    if ahead is not None:
+        events.emit(events.WORKER_SCHEMA_AHEAD, logging.WARNING, note=ahead)
+
+
 async def _redis_rate_limiter(
     settings: WorkerSettings,
     schema: Schema,
@@ -510,6 +543,12 @@ async def _redis_rate_limiter(
     )
 
 
+def _described(exc: BaseException) -> str:
+    if isinstance(exc, SystemExit):
+        return f"it called sys.exit({exc.code!r})"
+    return redact_url(f"{type(exc).__name__}: {exc}")  # an echoed DSN keeps no password
+
+
 async def _factory_worker_ports(settings: WorkerSettings) -> WorkerPorts:
     spec = settings.driver
     module_name, _, attr = spec.partition(":")
@@ -517,11 +556,22 @@ async def _factory_worker_ports(settings: WorkerSettings) -> WorkerPorts:
         factory = getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as exc:
         raise ConfigurationError(f"TASKQ_DRIVER={spec}: cannot load the factory: {exc}") from exc
+    except (Exception, SystemExit) as exc:  # the module failed on import (SyntaxError too)
+        raise ConfigurationError(
+            f"TASKQ_DRIVER={spec}: importing {module_name} failed: {_described(exc)}"
+        ) from exc
     if not callable(factory):
         raise ConfigurationError(f"TASKQ_DRIVER={spec}: {attr} is not callable")
-    product = factory(settings)
-    if inspect.isawaitable(product):
-        product = await product
+    try:
+        product = factory(settings)
+        if inspect.isawaitable(product):
+            product = await product
+    except TaskQError:
+        raise
+    except (Exception, SystemExit) as exc:  # wrong signature, or the factory raised
+        raise ConfigurationError(
+            f"TASKQ_DRIVER={spec}: the factory failed: {_described(exc)}"
+        ) from exc
     if not isinstance(product, WorkerPorts):
         raise ConfigurationError(
             f"TASKQ_DRIVER={spec}: the factory returned {type(product).__name__}, "
@@ -537,6 +587,7 @@ __all__ = [
     "MigrationStatus",
     "WorkerPorts",
     "build_worker_ports",
+    "describe_target",
     "memory_worker_ports",
     "migrate_down",
     "migrate_status",

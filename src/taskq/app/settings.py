@@ -21,6 +21,7 @@ The reference for operators is ``docs/settings.md``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
@@ -31,6 +32,7 @@ from contextvars import ContextVar
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal, Self
+from urllib.parse import urlsplit
 
 from pydantic import (
     AfterValidator,
@@ -60,6 +62,9 @@ from taskq.domain.storable import MAX_NAME_LENGTH
 from taskq.domain.watchdog import WatchdogSettings
 
 ENV_PREFIX: Final = "TASKQ_"
+#: Upper bound of TASKQ_MAX_CONCURRENCY / --max-concurrency: one consumer task each
+#: (100,000 took 1 GB and a million a minute to start), and 1.5x as many pool connections.
+MAX_CONCURRENCY_LIMIT: Final = 10_000
 DEFAULT_PG_DSN: Final = "postgresql://taskq:taskq@localhost:5432/taskq"
 
 # Set while load_from_dict builds a model: the settings sources are then the
@@ -100,7 +105,19 @@ def _pg_dsn(value: str) -> str:
         raise ValueError("must be a postgresql:// (or postgres://) URL")
     if not rest or any(ch.isspace() for ch in rest):
         raise ValueError("must be a postgresql:// URL with a host or a database, without spaces")
+    try:
+        urlsplit(text)
+    except ValueError as exc:  # e.g. "Invalid IPv6 URL" for an unclosed [
+        raise ValueError(f"is not a valid URL: {exc}") from None
     return text
+
+
+def check_pg_dsn(value: str) -> str:
+    """``value`` stripped if it is a usable ``postgresql://`` DSN, else ``ValueError`` saying why.
+
+    The message never repeats the DSN (it may hold a password).
+    """
+    return _pg_dsn(value)
 
 
 def _redis_url(value: str | None) -> str | None:
@@ -115,6 +132,7 @@ def _redis_url(value: str | None) -> str | None:
     return text
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*([wdhms])", re.IGNORECASE)
 _DURATION_FULL = re.compile(r"(?:\d+(?:\.\d+)?\s*[wdhms]\s*)+", re.IGNORECASE)
 _UNIT_SECONDS: Final = {"w": 604800.0, "d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
@@ -333,6 +351,21 @@ class TaskQSettings(BaseSettings):
             super().__init__(**values)
         except ValidationError as exc:
             raise _configuration_error(exc) from exc
+        except UnicodeDecodeError as exc:  # from reading the env file
+            raise ConfigurationError(
+                f"invalid settings: {values.get('_env_file')}: not UTF-8 text "
+                f"({exc.reason} at byte {exc.start})"
+            ) from None
+
+    @field_validator("*")
+    @classmethod
+    def _decodable(cls, value: Any) -> Any:
+        # Undecodable bytes in a variable arrive as lone surrogates (surrogateescape);
+        # refused here, named, rather than failing later with a traceback.
+        texts = value if isinstance(value, list) else [value]
+        if any(isinstance(t, str) and _SURROGATE.search(t) for t in texts):
+            raise ValueError("holds bytes that are not UTF-8 text")
+        return value
 
     # -- construction -------------------------------------------------------------------
 
@@ -341,8 +374,12 @@ class TaskQSettings(BaseSettings):
         """Read ``TASKQ_*`` from the environment and ``env_file`` (if it exists).
 
         Environment variables win over the file; ``env_file=None`` skips it.
-        A relative path is resolved against the working directory.
+        A relative path is resolved against the working directory. The default
+        ``.env`` is optional; any other file named here must exist
+        (``ConfigurationError`` otherwise: a typo must not mean the defaults).
         """
+        if env_file is not None and str(env_file) != ".env" and not Path(env_file).is_file():
+            raise ConfigurationError(f"invalid settings: env file {str(env_file)!r} does not exist")
         return cls(_env_file=env_file)
 
     @classmethod
@@ -418,6 +455,47 @@ class TaskQSettings(BaseSettings):
                 yield name, value
 
 
+#: Validated and documented, but no code acts on them yet (see docs/settings.md).
+#: ``pg_dsn_pooled`` is checked apart: its default follows ``pg_dsn``.
+INERT_SETTINGS: Final = (
+    "health_enabled",
+    "health_socket_path",
+    "health_pg_ping_timeout",
+    "health_tasks_enabled",
+    "otel_enabled",
+    "worker_group",
+    "dispatch_oversample",
+    "dispatch_scope_by_home_queue",
+    "admin_host",
+    "admin_port",
+    "admin_url",
+)
+
+
+class MigrateSettings(TaskQSettings):
+    """What ``taskq migrate`` reads: the client settings plus ``TASKQ_PG_DSN_DIRECT``.
+
+    Migrations hold a session advisory lock, so they use the direct DSN (which,
+    unset or empty, falls back to ``pg_dsn``), as the worker does.
+    """
+
+    pg_dsn_direct: Annotated[str, BeforeValidator(_none_to_empty)] = ""
+
+    @field_validator("pg_dsn_direct")
+    @classmethod
+    def _split_dsn(cls, value: str, info: ValidationInfo) -> str:
+        return _direct_dsn(value, info)
+
+
+def _direct_dsn(value: str, info: ValidationInfo) -> str:
+    if value.strip():
+        return _pg_dsn(value)
+    # Fall back to pg_dsn. If pg_dsn itself was invalid it is absent here
+    # and already reported once; "" keeps the same error from tripling.
+    fallback = info.data.get("pg_dsn", "")
+    return fallback if isinstance(fallback, str) else ""
+
+
 class WorkerSettings(TaskQSettings):
     """Every worker variable of the settings reference, validated together.
 
@@ -436,7 +514,7 @@ class WorkerSettings(TaskQSettings):
     pool_max_inactive_lifetime: NonNegativeSeconds = 300.0
 
     # -- worker ---------------------------------------------------------------------------
-    max_concurrency: Annotated[int, Field(ge=1)] = 8
+    max_concurrency: Annotated[int, Field(ge=1, le=MAX_CONCURRENCY_LIMIT)] = 8
     queues: QueueList = Field(default_factory=lambda: ["default"])
     poll_interval: PositiveSeconds = 1.0
     worker_label: OptionalStr = None
@@ -508,12 +586,22 @@ class WorkerSettings(TaskQSettings):
     @field_validator("pg_dsn_direct", "pg_dsn_pooled")
     @classmethod
     def _split_dsn(cls, value: str, info: ValidationInfo) -> str:
-        if value.strip():
-            return _pg_dsn(value)
-        # Fall back to pg_dsn. If pg_dsn itself was invalid it is absent here
-        # and already reported once; "" keeps the same error from tripling.
-        fallback = info.data.get("pg_dsn", "")
-        return fallback if isinstance(fallback, str) else ""
+        return _direct_dsn(value, info)
+
+    def inert_settings(self) -> list[str]:
+        """The accepted-but-not-yet-acted-on variables set to something other than their default.
+
+        The worker logs them once at start (``worker-settings-inert``), so nobody
+        silently gets nothing; ``docs/settings.md`` says what each is planned for.
+        """
+        named = [
+            env_var(name)
+            for name in INERT_SETTINGS
+            if getattr(self, name) != WorkerSettings.model_fields[name].get_default()
+        ]
+        if self.pg_dsn_pooled != self.pg_dsn:
+            named.append(env_var("pg_dsn_pooled"))
+        return named
 
     def post_load(self) -> Self:
         """Check the timing rules (all violations in one error); return ``self``."""
@@ -573,6 +661,39 @@ class WorkerSettings(TaskQSettings):
         return per_status.get(status, self.prune_retention_period)
 
 
+# -- unknown variable names -------------------------------------------------------------
+
+#: TASKQ_* names TaskQ's own tooling reads that are not settings.
+_TOOLING_VARS: Final = frozenset({"TASKQ_TEST_DSN", "TASKQ_TEST_REDIS_URL", "TASKQ_VENV"})
+
+
+def unknown_variables(
+    environ: Mapping[str, str], env_file: str | Path | None = ".env"
+) -> dict[str, str | None]:
+    """``TASKQ_*`` names in ``environ`` or ``env_file`` that no setting reads, each with
+    the closest known name (``None`` when nothing is close). ``load`` ignores them, so a
+    typo such as ``TASKQ_MAX_CONCURENCY`` would otherwise go unnoticed.
+    """
+    import difflib
+
+    names = set(environ)
+    if env_file is not None and Path(env_file).is_file():
+        from dotenv import dotenv_values
+
+        with contextlib.suppress(UnicodeDecodeError):  # load() reports the file
+            names |= set(dotenv_values(env_file, encoding="utf-8"))
+    known = {env_var(name) for name in WorkerSettings.model_fields}
+    unknown = sorted(
+        n
+        for n in names
+        if n.upper().startswith(ENV_PREFIX) and n.upper() not in known | _TOOLING_VARS
+    )
+    return {
+        name: next(iter(difflib.get_close_matches(name.upper(), known, n=1, cutoff=0.8)), None)
+        for name in unknown
+    }
+
+
 # -- error translation ------------------------------------------------------------------
 
 
@@ -600,9 +721,14 @@ __all__ = [
     "BUILTIN_DRIVERS",
     "DEFAULT_PG_DSN",
     "ENV_PREFIX",
+    "INERT_SETTINGS",
+    "MAX_CONCURRENCY_LIMIT",
+    "MigrateSettings",
     "TaskQSettings",
     "WorkerSettings",
+    "check_pg_dsn",
     "env_var",
     "parse_duration",
     "redact_url",
+    "unknown_variables",
 ]

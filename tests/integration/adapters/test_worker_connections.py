@@ -242,3 +242,23 @@ async def test_store_calls_a_pool_factory_once_lazily_and_owns_it(
     assert len(made) == 1
     await store.close()
     assert ASYNCPG.pool_closed(made[0])
+
+
+@pytest.mark.parametrize(("setting", "expected"), [(7.5, 7.5), (0.0, None)])
+async def test_pool_max_inactive_lifetime_reaches_the_built_pool(
+    driver: StoreDriver, provisioned: ProvisionedSchema, setting: float, expected: float | None
+) -> None:
+    """TASKQ_POOL_MAX_INACTIVE_LIFETIME was validated and documented but never passed on:
+    the pools kept their own defaults (asyncpg 300 s, psycopg 600 s). 0 means never."""
+    settings = _settings(provisioned, driver.name).with_overrides(
+        pool_max_inactive_lifetime=setting
+    )
+    ports = await build_worker_ports(settings)
+    try:
+        pool = await ports.store.pool()  # type: ignore[attr-defined]
+        if driver is ASYNCPG:
+            assert pool._max_inactive_connection_lifetime == (expected or 0.0)
+        else:
+            assert pool.max_idle == expected if expected else pool.max_idle >= 86400 * 365
+    finally:
+        await ports.close_owned()

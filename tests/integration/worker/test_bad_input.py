@@ -73,3 +73,22 @@ async def test_unmigrated_schema_is_refused(db: Database, workers: WorkerSpawner
         proc, await proc.wait(within=30), f"{db.schema}_never_migrated", "taskq migrate up"
     )
     print(line)
+
+
+async def test_a_dsn_password_never_appears_in_the_refusal(
+    db: Database, workers: WorkerSpawner
+) -> None:
+    """psycopg quoted a password with a bad percent-escape in its error; now scrubbed,
+    on stderr and in the JSON log alike."""
+    if db.driver != "psycopg":
+        pytest.skip("asyncpg takes the escape as it is: with trust auth the worker just runs")
+    bad = db.dsn.replace("postgres@", "postgres:s3cret%ZZpw@")
+    proc = workers.start(db.worker_env(TASKQ_PG_DSN=bad))
+    line = assert_refused(proc, await proc.wait(within=30))
+    assert "s3cret" not in proc.stderr() + proc.stdout(), line
+
+
+async def test_a_malformed_ipv6_dsn_is_refused(db: Database, workers: WorkerSpawner) -> None:
+    """An unclosed [ in the host gave a ValueError traceback; now one settings line."""
+    proc = workers.start(db.worker_env(TASKQ_PG_DSN="postgresql://u:p@[::1:5432/db"))
+    assert_refused(proc, await proc.wait(within=30), "TASKQ_PG_DSN", "Invalid IPv6")

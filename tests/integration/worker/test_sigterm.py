@@ -140,3 +140,28 @@ async def test_sigterm_with_an_async_job_that_ignores_cancellation_still_ends_th
     assert await handle.status() is JobStatus.ABANDONED
     forced = [r for r in worker.log_records() if r.get("event") == "worker-exit-forced"]
     assert len(forced) == 1, worker.output_tail()
+
+
+async def test_sighup_shuts_down_gracefully_like_sigterm(
+    db: Database, conn: asyncpg.Connection, client: JobsClient, workers: WorkerSpawner
+) -> None:
+    """SIGHUP (a closed terminal) killed the worker (exit 129) leaving its claimed jobs
+    running until their leases expired and its workers row behind; now it drains."""
+    worker = workers.start(db.worker_env())
+    handle = await client.enqueue(nap, Nap(seconds=1.0, cooperative=False))
+
+    async def running() -> bool:
+        return bool(
+            await conn.fetchval(
+                f"SELECT count(*) FROM {db.schema}.jobs WHERE status = 'running'"
+                " AND started_at IS NOT NULL"
+            )
+        )
+
+    await eventually(running, within=30, what="the job to start", context=worker.output_tail)
+    worker.send(signal.SIGHUP)
+    assert await worker.wait(within=10) == 0, worker.output_tail()
+    job = await client.get(handle.job_id)
+    assert job is not None
+    assert job.status is JobStatus.SUCCEEDED
+    assert await conn.fetchval(f"SELECT count(*) FROM {db.schema}.workers") == 0

@@ -11,6 +11,7 @@ from taskq.adapters.postgres.migrator import (
     AppliedMigration,
     Migration,
     MigrationState,
+    check_schema_current,
     checksum,
     discover_migrations,
     make_migration,
@@ -22,7 +23,7 @@ from taskq.adapters.postgres.migrator import (
 )
 from taskq.adapters.postgres.schema import Schema
 from taskq.adapters.postgres.sql_loader import SCHEMA_TOKEN, render_script
-from taskq.domain.errors import MigrationError
+from taskq.domain.errors import MigrationError, SchemaNotMigrated
 from taskq.domain.status import JobStatus
 
 T0 = datetime(2030, 1, 1, tzinfo=UTC)
@@ -199,3 +200,16 @@ def test_packaged_jobs_migration_checks_every_status() -> None:
     check = up.split("jobs_status_check CHECK (status IN (", 1)[1].split("))", 1)[0]
     listed = {s.strip().strip("'") for s in check.replace("\n", " ").split(",")}
     assert listed == {s.value for s in JobStatus}
+
+
+def test_check_schema_current_refuses_a_schema_behind_and_warns_ahead() -> None:
+    """Behind: SchemaNotMigrated naming the versions; ahead: a warning; current: None."""
+    available = [make_migration(v, f"m{v}", "SELECT 1", "SELECT 1") for v in (1, 2, 3)]
+    with pytest.raises(SchemaNotMigrated, match=r"0002.*0003.*taskq migrate up --schema s"):
+        check_schema_current(available, [1, 2], schema="s")
+    with pytest.raises(SchemaNotMigrated, match="applied migration is none"):
+        check_schema_current(available, [], schema="s")
+    assert check_schema_current(available, [1, 2, 3], schema="s") is None
+    warning = check_schema_current(available, [1, 2, 3, 4], schema="s")
+    assert warning is not None
+    assert "0004" in warning

@@ -66,3 +66,15 @@ def test_a_value_the_server_cannot_keep_is_a_value_error(sqlstate: str) -> None:
     error = sqlstate_error(sqlstate, "total size of jsonb array elements exceeds the maximum", None)
     assert type(error) is ValueError
     assert str(error).startswith("Postgres cannot store a value: total size of jsonb")
+
+
+def test_scrub_password_hides_a_dsn_password_as_written_and_decoded() -> None:
+    """Drivers quote the bad part of a DSN in their errors; the password never survives."""
+    from taskq.adapters.postgres.dsn import scrub_password
+
+    dsn = "postgresql://u:s3cret%ZZpw@h:5432/db"
+    assert scrub_password('invalid percent-encoded token: "s3cret%ZZpw"', dsn) == (
+        'invalid percent-encoded token: "***"'
+    )
+    assert scrub_password("p=s3cr t", "host=h password='s3cr t'") == "p=***"
+    assert scrub_password("x%40y", "postgresql://u:x%2540y@h/db") == "***"

@@ -518,9 +518,53 @@ def test_env_file_none_skips_dotenv(tmp_path: Path) -> None:
     assert WorkerSettings.load(env_file=None).max_concurrency == 8
 
 
-def test_missing_env_file_is_not_an_error() -> None:
-    """A missing .env just means defaults and environment."""
-    assert WorkerSettings.load(env_file="nope.env").max_concurrency == 8
+def test_missing_default_env_file_is_not_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A missing ./.env just means defaults and environment."""
+    monkeypatch.chdir(tmp_path)
+    assert WorkerSettings.load().max_concurrency == 8
+
+
+def test_a_named_env_file_that_is_missing_is_an_error() -> None:
+    """load(env_file="/typo/worker.env") silently fell back to the defaults."""
+    with pytest.raises(ConfigurationError, match=r"env file '/typo/worker\.env' does not exist"):
+        WorkerSettings.load(env_file="/typo/worker.env")
+
+
+def test_a_non_utf8_env_file_is_named(tmp_path: Path) -> None:
+    """A .env in another encoding gave a bare UnicodeDecodeError."""
+    path = tmp_path / "worker.env"
+    path.write_bytes(b"TASKQ_WORKER_LABEL=caf\xe9\n")
+    with pytest.raises(ConfigurationError, match=r"worker\.env: not UTF-8 text"):
+        WorkerSettings.load(env_file=path)
+
+
+@pytest.mark.parametrize("variable", ["TASKQ_WORKER_LABEL", "TASKQ_QUEUES"])
+def test_undecodable_bytes_in_a_variable_are_named(
+    variable: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Invalid UTF-8 in the environment (a lone surrogate in Python) failed later with a
+    traceback ('WorkerInfo.worker_label holds a lone surrogate')."""
+    monkeypatch.setenv(variable, b"caf\xe9".decode("utf-8", "surrogateescape"))
+    with pytest.raises(ConfigurationError, match=f"{variable}: holds bytes that are not UTF-8"):
+        WorkerSettings.load(env_file=None)
+
+
+def test_unknown_variables_are_found_with_the_closest_name(tmp_path: Path) -> None:
+    """load() ignores TASKQ_* names no setting reads; the worker warns about them."""
+    from taskq.app.settings import unknown_variables
+
+    env_file = tmp_path / ".env"
+    env_file.write_text("TASKQ_LOCK_LEAS=30\nOTHER=1\n", encoding="utf-8")
+    found = unknown_variables(
+        {"TASKQ_MAX_CONCURENCY": "4", "TASKQ_TEST_DSN": "x", "TASKQ_QUEUES": "a", "HOME": "/"},
+        env_file,
+    )
+    assert found == {
+        "TASKQ_LOCK_LEAS": "TASKQ_LOCK_LEASE",
+        "TASKQ_MAX_CONCURENCY": "TASKQ_MAX_CONCURRENCY",
+    }
 
 
 def test_shared_dotenv_with_worker_variables_loads_client_settings(tmp_path: Path) -> None:
@@ -779,3 +823,26 @@ def test_prune_retention_for_status(status: str, days: int) -> None:
         }
     )
     assert settings.prune_retention_for(status) == timedelta(days=days)
+
+
+def test_inert_settings_names_only_those_set_to_something_else() -> None:
+    """Accepted but not acted on: the worker warns about each one an operator changed."""
+    from taskq.app.settings import WorkerSettings as WS
+
+    assert WS.load_from_dict({}).inert_settings() == []
+    assert (
+        WS.load_from_dict({"health_enabled": True, "worker_group": "default"}).inert_settings()
+        == []
+    )
+    changed = WS.load_from_dict(
+        {
+            "TASKQ_WORKER_GROUP": "billing",
+            "TASKQ_DISPATCH_OVERSAMPLE": 3,
+            "TASKQ_PG_DSN_POOLED": "postgresql://bouncer:6432/db",
+        }
+    ).inert_settings()
+    assert changed == [
+        "TASKQ_WORKER_GROUP",
+        "TASKQ_DISPATCH_OVERSAMPLE",
+        "TASKQ_PG_DSN_POOLED",
+    ]

@@ -26,7 +26,7 @@ from typing import Any, Final, TypeAlias
 
 import asyncpg
 
-from taskq.adapters.postgres.dsn import dsn_location
+from taskq.adapters.postgres.dsn import dsn_location, scrub_password
 from taskq.adapters.postgres.migrator import (
     AppliedMigration,
     Migration,
@@ -85,11 +85,17 @@ async def connect(dsn: str, *, connect_timeout: float = CONNECT_TIMEOUT) -> Conn
     try:
         conn: Connection = await asyncpg.connect(dsn, timeout=connect_timeout)
     except asyncpg.exceptions.ClientConfigurationError as exc:
-        raise ConfigurationError(f"invalid Postgres DSN for {where}: {_reason(exc)}") from exc
+        raise ConfigurationError(
+            f"invalid Postgres DSN for {where}: {scrub_password(_reason(exc), dsn)}"
+        ) from exc
     except (*_UNAVAILABLE, asyncpg.PostgresError) as exc:
-        raise StoreUnavailable(f"cannot connect to Postgres at {where}: {_reason(exc)}") from exc
+        raise StoreUnavailable(
+            f"cannot connect to Postgres at {where}: {scrub_password(_reason(exc), dsn)}"
+        ) from exc
     except ValueError as exc:  # asyncpg's DSN parser
-        raise ConfigurationError(f"invalid Postgres DSN for {where}: {_reason(exc)}") from exc
+        raise ConfigurationError(
+            f"invalid Postgres DSN for {where}: {scrub_password(_reason(exc), dsn)}"
+        ) from exc
     return conn
 
 

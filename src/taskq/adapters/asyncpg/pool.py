@@ -22,7 +22,7 @@ import asyncpg
 from taskq.adapters.asyncpg.driver import Connection, Pool
 from taskq.adapters.postgres.dedicated import session_setup
 from taskq.adapters.postgres.driver import error_reason as _reason
-from taskq.adapters.postgres.dsn import dsn_location
+from taskq.adapters.postgres.dsn import dsn_location, scrub_password
 from taskq.domain.errors import ConfigurationError, StoreUnavailable
 
 DEFAULT_STATEMENT_CACHE_SIZE: Final = 512
@@ -63,6 +63,8 @@ class PoolOptions:
     pooled: bool = False
     command_timeout: float | None = None
     connect_timeout: float = CONNECT_TIMEOUT
+    #: Seconds before an idle connection is closed (0: never); TASKQ_POOL_MAX_INACTIVE_LIFETIME.
+    max_inactive_lifetime: float = 300.0
 
 
 async def _keep_session(conn: object) -> None:
@@ -99,17 +101,24 @@ async def create_pool(dsn: str, options: PoolOptions | None = None) -> Pool:
                 0 if opts.pooled else opts.max_cached_statement_lifetime
             ),
             command_timeout=opts.command_timeout,
+            max_inactive_connection_lifetime=opts.max_inactive_lifetime,  # 0 never closes
             timeout=opts.connect_timeout,
             server_settings=server_settings,
             init=register_jsonb_codec if opts.pooled else _init_session,
             reset=_keep_session,
         )
     except asyncpg.exceptions.ClientConfigurationError as exc:
-        raise ConfigurationError(f"invalid Postgres DSN for {where}: {_reason(exc)}") from exc
+        raise ConfigurationError(
+            f"invalid Postgres DSN for {where}: {scrub_password(_reason(exc), dsn)}"
+        ) from exc
     except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
-        raise StoreUnavailable(f"cannot connect to Postgres at {where}: {_reason(exc)}") from exc
+        raise StoreUnavailable(
+            f"cannot connect to Postgres at {where}: {scrub_password(_reason(exc), dsn)}"
+        ) from exc
     except ValueError as exc:  # asyncpg's DSN parser
-        raise ConfigurationError(f"invalid Postgres DSN for {where}: {_reason(exc)}") from exc
+        raise ConfigurationError(
+            f"invalid Postgres DSN for {where}: {scrub_password(_reason(exc), dsn)}"
+        ) from exc
     return pool
 
 

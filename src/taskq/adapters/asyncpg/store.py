@@ -52,6 +52,7 @@ class AsyncpgQueueStore(PooledQueueStore[Pool]):
         pooled: bool = False,
         min_size: int = 1,
         max_size: int = 10,
+        max_inactive_lifetime: float = 300.0,
         command_timeout: float | None = None,
     ) -> None:
         schema = schema or Schema()
@@ -59,6 +60,7 @@ class AsyncpgQueueStore(PooledQueueStore[Pool]):
         options = PoolOptions(
             min_size=min_size,
             max_size=max_size,
+            max_inactive_lifetime=max_inactive_lifetime,
             statement_cache_size=statement_cache_size,
             max_cached_statement_lifetime=max_cached_statement_lifetime,
             pooled=pooled,

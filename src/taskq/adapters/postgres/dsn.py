@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from typing import Final
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 DEFAULT_PORT: Final = "5432"
 _KEYWORD = re.compile(r"(\w+)\s*=\s*('(?:[^'\\]|\\.)*'|\S+)")
@@ -17,7 +17,10 @@ def dsn_location(dsn: str) -> str:
     never appear in the result, so it is safe to print.
     """
     if "://" in dsn:
-        parts = urlsplit(dsn)
+        try:
+            parts = urlsplit(dsn)
+        except ValueError:  # e.g. an unclosed [IPv6 bracket: say so without echoing the DSN
+            return "an unparseable DSN"
         query = parse_qs(parts.query)
         netloc = parts.netloc.rpartition("@")[2]
         host = query.get("host", [""])[0] or netloc or "localhost"
@@ -29,4 +32,32 @@ def dsn_location(dsn: str) -> str:
     return f"{params.get('host', 'localhost')}:{params.get('port', DEFAULT_PORT)}"
 
 
-__all__ = ["DEFAULT_PORT", "dsn_location"]
+_URL_PASSWORD = re.compile(r"://[^:/@?#]*:([^@/?#]*)@")
+_PARAM_PASSWORD = re.compile(r"(?i)\bpassword\s*=\s*('(?:[^'\\]|\\.)*'|[^&\s]+)")
+
+
+def dsn_database(dsn: str) -> str | None:
+    """The database a URL or ``key=value`` DSN names, or ``None`` (libpq's default: the user)."""
+    if "://" in dsn:
+        try:
+            parts = urlsplit(dsn)
+        except ValueError:
+            return None
+        name = parse_qs(parts.query).get("dbname", [""])[0] or unquote(parts.path.lstrip("/"))
+        return name or None
+    return {k: v.strip("'") for k, v in _KEYWORD.findall(dsn)}.get("dbname")
+
+
+def scrub_password(text: str, dsn: str) -> str:
+    """``text`` with the DSN's password (as written or percent-decoded) replaced by ``***``.
+
+    Drivers quote the bad part of a DSN in their errors, which may be the password.
+    """
+    secrets = [m.group(1) for m in _URL_PASSWORD.finditer(dsn)]
+    secrets += [m.group(1).strip("'") for m in _PARAM_PASSWORD.finditer(dsn)]
+    for secret in sorted({*secrets, *(unquote(s) for s in secrets)} - {""}, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
+
+
+__all__ = ["DEFAULT_PORT", "dsn_database", "dsn_location", "scrub_password"]

@@ -24,7 +24,7 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Final
 
-from taskq.domain.errors import MigrationError
+from taskq.domain.errors import MigrationError, SchemaNotMigrated
 
 #: The package whose ``migrations/`` directory holds TaskQ's migrations.
 MIGRATIONS_PACKAGE: Final = "taskq.adapters.postgres"
@@ -188,7 +188,8 @@ def verify_applied(available: Sequence[Migration], applied: Sequence[AppliedMigr
         raise MigrationError("; ".join(message for _, _, message in problems))
 
 
-def _known_version(available: Sequence[Migration], version: int, what: str) -> None:
+def check_known_version(available: Sequence[Migration], version: int, what: str) -> None:
+    """Raise :class:`MigrationError` unless ``version`` is one of ``available``'s."""
     known = [m.version for m in available]
     if version not in known:
         listing = ", ".join(f"{v:04d}" for v in known) or "none"
@@ -212,7 +213,7 @@ def plan_up(
     """
     verify_applied(available, applied)
     if target is not None:
-        _known_version(available, target, "target")
+        check_known_version(available, target, "target")
     done = {row.version for row in applied}
     latest = max(done, default=0)
     pending = [
@@ -246,7 +247,7 @@ def plan_down(
     if to is None:
         to = done[-2] if len(done) >= 2 else 0
     elif to != 0:
-        _known_version(available, to, "--to")
+        check_known_version(available, to, "--to")
     by_version = {m.version: m for m in available}
     return tuple(by_version[v] for v in reversed(done) if v > to)
 
@@ -277,6 +278,38 @@ def migration_status(
     return tuple(sorted(out, key=lambda s: s.version))
 
 
+def check_schema_current(
+    available: Sequence[Migration], applied: Iterable[int], *, schema: str
+) -> str | None:
+    """Refuse a schema behind ``available``; describe one ahead of it.
+
+    Raises :class:`SchemaNotMigrated` (naming both versions and ``taskq
+    migrate up``) when a known migration is not applied. Returns a warning
+    when the schema holds migrations this TaskQ does not know (a newer TaskQ
+    migrated it: migrations only add, so older code keeps working during a
+    rolling deploy), else ``None``.
+    """
+    done = set(applied)
+    known = {m.version for m in available}
+    missing = sorted(known - done)
+    if missing:
+        have = f"{max(done):04d}" if done else "none"
+        raise SchemaNotMigrated(
+            f"schema {schema} is behind this TaskQ: its latest applied migration is {have}, "
+            f"this TaskQ needs {max(known):04d} (missing: "
+            f"{', '.join(f'{v:04d}' for v in missing)}); run `taskq migrate up --schema "
+            f"{schema}` on this database first"
+        )
+    newer = sorted(done - known)
+    if newer:
+        return (
+            f"schema {schema} has migration(s) {', '.join(f'{v:04d}' for v in newer)} that this "
+            f"TaskQ does not know (it knows up to {max(known, default=0):04d}): a newer TaskQ "
+            "migrated it; upgrade this worker"
+        )
+    return None
+
+
 def status_problems(available: Sequence[Migration], applied: Sequence[AppliedMigration]) -> str:
     """The message :func:`verify_applied` would raise, or ``""`` when all is well."""
     return "; ".join(message for _, _, message in _problems(available, applied))
@@ -288,6 +321,8 @@ __all__ = [
     "Migration",
     "MigrationState",
     "MigrationStatus",
+    "check_known_version",
+    "check_schema_current",
     "checksum",
     "discover_migrations",
     "make_migration",

@@ -19,7 +19,7 @@ from taskq.adapters.postgres.advisory_leader import (
 )
 from taskq.adapters.postgres.dedicated import DedicatedConnection, session_setup
 from taskq.adapters.postgres.driver import error_reason as _reason
-from taskq.adapters.postgres.dsn import dsn_location
+from taskq.adapters.postgres.dsn import dsn_location, scrub_password
 from taskq.adapters.postgres.schema import Schema
 from taskq.adapters.postgres.sql_loader import psycopg_queries
 from taskq.domain.errors import ConfigurationError, StoreUnavailable
@@ -52,9 +52,13 @@ async def connect_autocommit(dsn: str) -> Connection:
             dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT, client_encoding="utf8"
         )
     except psycopg.ProgrammingError as exc:  # what psycopg raises for a DSN it cannot parse
-        raise ConfigurationError(f"invalid Postgres DSN for {where}: {_reason(exc)}") from exc
+        raise ConfigurationError(
+            f"invalid Postgres DSN for {where}: {scrub_password(_reason(exc), dsn)}"
+        ) from exc
     except CONNECTION_FAILURES as exc:
-        raise StoreUnavailable(f"cannot connect to Postgres at {where}: {_reason(exc)}") from exc
+        raise StoreUnavailable(
+            f"cannot connect to Postgres at {where}: {scrub_password(_reason(exc), dsn)}"
+        ) from exc
     return conn
 
 

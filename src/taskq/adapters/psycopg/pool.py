@@ -21,7 +21,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from taskq.adapters.postgres.dedicated import session_setup
 from taskq.adapters.postgres.driver import error_reason as _reason
-from taskq.adapters.postgres.dsn import dsn_location
+from taskq.adapters.postgres.dsn import dsn_location, scrub_password
 from taskq.adapters.psycopg.driver import Pool
 from taskq.domain.errors import ConfigurationError, StoreUnavailable
 
@@ -46,6 +46,8 @@ class PoolOptions:
     prepare_threshold: int = DEFAULT_PREPARE_THRESHOLD
     pooled: bool = False
     connect_timeout: float = CONNECT_TIMEOUT
+    #: Seconds before an idle connection is closed (0: never); TASKQ_POOL_MAX_INACTIVE_LIFETIME.
+    max_inactive_lifetime: float = 300.0
 
 
 def connection_kwargs(dsn: str, options: PoolOptions) -> dict[str, Any]:
@@ -77,7 +79,9 @@ async def create_pool(dsn: str, options: PoolOptions | None = None) -> Pool:
     try:
         kwargs = connection_kwargs(dsn, opts)
     except psycopg.ProgrammingError as exc:
-        raise ConfigurationError(f"invalid Postgres DSN for {where}: {_reason(exc)}") from exc
+        raise ConfigurationError(
+            f"invalid Postgres DSN for {where}: {scrub_password(_reason(exc), dsn)}"
+        ) from exc
     prepared_max = max(opts.statement_cache_size, 1)
     # One direct attempt first: the pool would retry until its timeout, and an
     # unreachable or misconfigured server should fail at once, with its reason.
@@ -86,9 +90,13 @@ async def create_pool(dsn: str, options: PoolOptions | None = None) -> Pool:
             dsn, connect_timeout=max(int(opts.connect_timeout), 1), **kwargs
         )
     except psycopg.ProgrammingError as exc:
-        raise ConfigurationError(f"invalid Postgres DSN for {where}: {_reason(exc)}") from exc
+        raise ConfigurationError(
+            f"invalid Postgres DSN for {where}: {scrub_password(_reason(exc), dsn)}"
+        ) from exc
     except (psycopg.Error, OSError) as exc:
-        raise StoreUnavailable(f"cannot connect to Postgres at {where}: {_reason(exc)}") from exc
+        raise StoreUnavailable(
+            f"cannot connect to Postgres at {where}: {scrub_password(_reason(exc), dsn)}"
+        ) from exc
     await probe.close()
 
     async def configure(conn: psycopg.AsyncConnection[Any]) -> None:
@@ -102,6 +110,8 @@ async def create_pool(dsn: str, options: PoolOptions | None = None) -> Pool:
         max_size=opts.max_size,
         kwargs=kwargs,
         configure=configure,
+        # psycopg_pool has no "never": a year is as good (it only shrinks above min_size).
+        max_idle=opts.max_inactive_lifetime or 365 * 86400.0,
         open=False,
         name="taskq",
     )
@@ -109,10 +119,14 @@ async def create_pool(dsn: str, options: PoolOptions | None = None) -> Pool:
         await pool.open(wait=True, timeout=opts.connect_timeout)
     except psycopg.ProgrammingError as exc:
         await pool.close()
-        raise ConfigurationError(f"invalid Postgres DSN for {where}: {_reason(exc)}") from exc
+        raise ConfigurationError(
+            f"invalid Postgres DSN for {where}: {scrub_password(_reason(exc), dsn)}"
+        ) from exc
     except (psycopg.Error, OSError) as exc:
         await pool.close()
-        raise StoreUnavailable(f"cannot connect to Postgres at {where}: {_reason(exc)}") from exc
+        raise StoreUnavailable(
+            f"cannot connect to Postgres at {where}: {scrub_password(_reason(exc), dsn)}"
+        ) from exc
     return pool
 
 

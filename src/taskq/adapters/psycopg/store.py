@@ -54,12 +54,14 @@ class PsycopgQueueStore(PooledQueueStore[Pool]):
         pooled: bool = False,
         min_size: int = 1,
         max_size: int = 10,
+        max_inactive_lifetime: float = 300.0,
     ) -> None:
         schema = schema or Schema()
         self._queries = render_store_queries(schema)
         options = PoolOptions(
             min_size=min_size,
             max_size=max_size,
+            max_inactive_lifetime=max_inactive_lifetime,
             statement_cache_size=statement_cache_size,
             prepare_threshold=prepare_threshold,
             pooled=pooled,

@@ -32,7 +32,7 @@ from taskq.app.worker.batching import GroupCommit
 from taskq.app.worker.refused_writes import UNSTORABLE, write_one_by_one
 from taskq.app.worker.state import WorkerState
 from taskq.app.worker.waiting import wait_event
-from taskq.domain.errors import TaskQError
+from taskq.domain.errors import SchemaNotMigrated, TaskQError
 from taskq.ports.store_params import ClaimRequest
 
 
@@ -113,6 +113,11 @@ async def _claim(state: WorkerState, actors: list[str], limit: int) -> int | Non
                 jobs = await state.store.claim(request)
         except TaskQError as exc:
             GroupCommit.fail(carried, exc)
+            if isinstance(exc, SchemaNotMigrated):
+                # Retrying cannot help (someone migrated the schema down): stop, exit 1.
+                events.emit(events.WORKER_CONFIG_ERROR, logging.ERROR, error=str(exc))
+                state.stop_for(str(exc))
+                return 0
             events.emit(events.PRODUCER_CLAIM_FAILED, logging.WARNING, error=str(exc))
             return None
         except Exception as exc:

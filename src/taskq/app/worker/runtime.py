@@ -103,6 +103,7 @@ class Worker:
             rng=rng or random.Random(),
         )
         self.orchestrator = ShutdownOrchestrator(self.state, hard_exit=hard_exit or _hard_exit)
+        self.state.request_shutdown = self.request_shutdown
         self.dependencies = dependencies
         self.until_idle = until_idle
         self.idle_max_runtime = (
@@ -115,7 +116,7 @@ class Worker:
         )
         self.hard_trip = hard_trip
         self.loop_lag = loop_lag
-        #: Why the worker refused to start (printed by the CLI), else None.
+        #: Why the worker refused to start or stopped itself (printed by the CLI), else None.
         self.problem: str | None = None
         self._siblings: dict[str, asyncio.Task[None]] = {}
         self._run_task: asyncio.Task[Any] | None = None
@@ -173,6 +174,8 @@ class Worker:
             self.state.set_exit_code(ExitCode.ERROR)
         finally:
             await startup.deregister(self.state)
+        if self.problem is None:
+            self.problem = self.state.problem
         code = self.state.exit_code if self.state.exit_code is not None else int(ExitCode.OK)
         events.emit(events.WORKER_STOPPED, worker_id=self.worker_id, exit_code=code)
         return code

@@ -230,14 +230,16 @@ class ShutdownOrchestrator:
 
 
 def install_signal_handlers(orchestrator: ShutdownOrchestrator) -> Callable[[], None]:
-    """Route SIGTERM and SIGINT to the orchestrator; returns the undo function.
+    """Route SIGTERM, SIGINT and SIGHUP to the orchestrator; returns the undo function.
 
-    Where the loop cannot take signal handlers (Windows, a non-main thread)
-    nothing is installed.
+    SIGHUP (the terminal or SSH session went away) shuts down gracefully too:
+    its default action would kill the worker with no cleanup. Where the loop
+    cannot take signal handlers (Windows, a non-main thread) nothing is installed.
     """
     loop = asyncio.get_running_loop()
     installed: list[signal.Signals] = []
-    for sig in (signal.SIGTERM, signal.SIGINT):
+    hup = [signal.SIGHUP] if hasattr(signal, "SIGHUP") else []
+    for sig in (signal.SIGTERM, signal.SIGINT, *hup):
         try:
             loop.add_signal_handler(sig, orchestrator.request, sig.name)
         except (NotImplementedError, RuntimeError, ValueError):

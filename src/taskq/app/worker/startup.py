@@ -23,6 +23,7 @@ import socket
 from collections.abc import Mapping, Sequence
 from typing import Final
 
+from taskq.app.settings import unknown_variables
 from taskq.app.worker import events
 from taskq.app.worker.limits import limited_actors
 from taskq.app.worker.protocols import ActorLike
@@ -63,6 +64,22 @@ async def start(state: WorkerState, *, force: bool) -> None:
         await deregister(state)
         raise
     bootstrap_warnings(state.registry, state.queues)
+    unknown = unknown_variables(os.environ)
+    if unknown:
+        events.emit(
+            events.WORKER_SETTINGS_UNKNOWN,
+            logging.WARNING,
+            variables=unknown,
+            note="no setting reads these (a typo?); the value is the closest known name",
+        )
+    inert = settings.inert_settings()
+    if inert:
+        events.emit(
+            events.WORKER_SETTINGS_INERT,
+            logging.WARNING,
+            settings=inert,
+            note="accepted, but this TaskQ does not act on them yet (see docs/settings.md)",
+        )
     events.emit(
         events.WORKER_STARTED,
         worker_id=state.worker_id,
@@ -151,6 +168,13 @@ def bootstrap_warnings(registry: Mapping[str, ActorLike], worker_queues: Sequenc
         )
     if not worker_queues:
         events.emit(events.WORKER_CONSUMES_NO_QUEUES, logging.WARNING, worker_queues=[])
+    if not registry:
+        events.emit(
+            events.WORKER_REGISTRY_EMPTY,
+            logging.WARNING,
+            note="no actors registered: this worker claims no jobs (it still heartbeats and "
+            "may run maintenance as the leader)",
+        )
 
 
 async def deregister(state: WorkerState) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import random
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Literal, Protocol
@@ -13,6 +13,7 @@ from typing import Any, Literal, Protocol
 from taskq.app.settings import WorkerSettings
 from taskq.app.worker.batching import GroupCommit
 from taskq.app.worker.claim_pace import ClaimPace
+from taskq.app.worker.exit_codes import ExitCode
 from taskq.app.worker.liveness import Liveness
 from taskq.app.worker.local_queue import LocalQueue
 from taskq.app.worker.ports import WorkerPorts
@@ -190,6 +191,10 @@ class WorkerState:
     given_back: dict[Lease, None] = field(default_factory=dict)
     #: The exit code a sibling decided (until-idle 0/3/4, isolate-self 1).
     exit_code: int | None = None
+    #: Why a sibling stopped the worker (printed as ``taskq: <problem>``), else None.
+    problem: str | None = None
+    #: Starts the graceful shutdown, as SIGTERM does (set by the runtime).
+    request_shutdown: Callable[[str], None] | None = None
     sibling_crashes: Counter[str] = field(default_factory=Counter)
     #: Writes start marks for jobs still running a moment after they started (the runtime's).
     start_marks: StartMarksLike | None = None
@@ -267,3 +272,14 @@ class WorkerState:
         """Record why the worker is stopping; the first reason wins."""
         if self.exit_code is None:
             self.exit_code = code
+
+    def stop_for(self, problem: str) -> None:
+        """Stop the worker gracefully with exit 1 and ``problem`` as its one-line reason."""
+        if self.problem is None:
+            self.problem = problem
+        self.set_exit_code(ExitCode.ERROR)
+        self.producer_stop.set()
+        if self.request_shutdown is not None:
+            self.request_shutdown(problem)
+        else:
+            self.shutdown_event.set()

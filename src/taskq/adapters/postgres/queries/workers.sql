@@ -1,5 +1,9 @@
 -- Worker liveness (WorkerRegistry): registration, the heartbeat, isolate-self.
 
+-- name: applied_migration_versions
+-- Read once at worker start: a schema behind this TaskQ's migrations refuses the start.
+SELECT version FROM {schema}.schema_migrations ORDER BY version
+
 -- name: register_worker
 -- An upsert: a restarted worker with the same id starts over (started_at = now).
 INSERT INTO {schema}.workers AS w (

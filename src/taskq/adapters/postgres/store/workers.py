@@ -22,6 +22,12 @@ HEARTBEAT_LOST = "HeartbeatLost"
 
 
 class WorkerOps(StoreCore):
+    async def applied_migration_versions(self) -> tuple[int, ...]:
+        """The versions in ``schema_migrations`` (``SchemaNotMigrated`` without the table)."""
+        self._begin()
+        rows = await self._driver.fetch("applied_migration_versions")
+        return tuple(int(row["version"]) for row in rows)
+
     async def register_worker(self, worker: WorkerInfo, *, now: datetime | None = None) -> None:
         at = self._begin(now)
         await self._driver.execute(

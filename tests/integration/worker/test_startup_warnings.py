@@ -1,0 +1,37 @@
+"""Start-up WARNINGs for settings a worker accepts but would otherwise silently ignore."""
+
+from __future__ import annotations
+
+import pytest
+from tests.integration.worker.support import Database, WorkerSpawner
+
+pytestmark = pytest.mark.integration
+
+
+async def test_inert_settings_set_by_the_operator_are_named_once(
+    db: Database, workers: WorkerSpawner
+) -> None:
+    """TASKQ_WORKER_GROUP (and the test env's TASKQ_HEALTH_ENABLED=false) are validated but
+    not acted on yet: one worker-settings-inert WARNING names each, the worker still runs."""
+    proc = workers.start(db.worker_env(TASKQ_WORKER_GROUP="billing"), "--until-idle")
+    assert await proc.wait(within=60) == 0, proc.output_tail()
+    (inert,) = proc.events("worker-settings-inert")
+    assert inert["level"] == "WARNING"
+    assert inert["settings"] == ["TASKQ_HEALTH_ENABLED", "TASKQ_WORKER_GROUP"]
+
+
+async def test_unknown_variables_empty_registry_and_comma_queues(
+    db: Database, workers: WorkerSpawner
+) -> None:
+    """A TASKQ_* typo was silently ignored, an empty registry claimed nothing without a
+    word, and '--queues a,b' consumed one queue literally named 'a,b'."""
+    workers.log_dir.mkdir(parents=True, exist_ok=True)
+    (workers.log_dir / "no_actors.py").write_text("registry: list[object] = []\n")
+    env = db.worker_env(TASKQ_MAX_CONCURENCY="4")
+    proc = workers.start(env, "--until-idle", "--queues", "a,b", registry="no_actors:registry")
+    assert await proc.wait(within=60) == 0, proc.output_tail()
+    (unknown,) = proc.events("worker-settings-unknown")
+    assert unknown["variables"] == {"TASKQ_MAX_CONCURENCY": "TASKQ_MAX_CONCURRENCY"}
+    assert len(proc.events("worker-registry-empty")) == 1
+    (started,) = proc.events("worker-started")
+    assert started["queues"] == ["a", "b"]
