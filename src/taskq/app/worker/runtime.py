@@ -120,6 +120,9 @@ class Worker:
         self._siblings: dict[str, asyncio.Task[None]] = {}
         self._run_task: asyncio.Task[Any] | None = None
         self._tripped: Trip | None = None
+        # The shutdown watchdog and loop-lag thread: they run until the scopes have closed.
+        self._watchdog: asyncio.Task[None] | None = None
+        self._lag: LoopLagMonitor | None = None
 
     def __repr__(self) -> str:
         return f"<Worker {self.state.worker_id} {self.orchestrator.phase.name}>"
@@ -149,12 +152,16 @@ class Worker:
             return self._refuse(exc)
         try:
             async with AsyncExitStack() as stack:
+                # The watchdog is stopped last: its deadline also bounds the scopes' close
+                # (a dependency teardown that never ends, e.g. a pool stuck closing).
+                stack.push_async_callback(self._stop_watchdog)
                 try:
                     scopes = await stack.enter_async_context(dependencies.open_worker_scopes())
                 except Exception as exc:
                     # A PROCESS or LOOP factory failed: the worker cannot start.
                     self._refuse(exc, what="opening the actor dependency scopes failed: ")
                     return int(ExitCode.ERROR)
+                self._start_watchdog()
                 await self._run_group(scopes)
         except asyncio.CancelledError:
             if self._tripped is None:
@@ -200,7 +207,6 @@ class Worker:
             asyncio.create_task(marks.run(), name="taskq-start-marks"),
             asyncio.create_task(completer.run(), name="taskq-completions"),
         ]
-        watchdog, lag = self._start_watchdog()
         try:
             async with asyncio.TaskGroup() as group:
                 for name, body in self._sibling_bodies(dispatcher):
@@ -212,11 +218,6 @@ class Worker:
             helpers[0].cancel()  # marks only matter while jobs run
             await asyncio.gather(helpers[0], return_exceptions=True)
             await completer.close(helpers[1])
-            if lag is not None:
-                lag.stop()
-            if watchdog is not None:
-                watchdog.cancel()
-                await asyncio.gather(watchdog, return_exceptions=True)
 
     def _sibling_bodies(
         self, dispatcher: Dispatcher
@@ -279,10 +280,10 @@ class Worker:
 
     # -- watchdog ------------------------------------------------------------------------
 
-    def _start_watchdog(self) -> tuple[asyncio.Task[None] | None, LoopLagMonitor | None]:
+    def _start_watchdog(self) -> None:
         settings = self.settings.watchdog
         if not settings.enabled:
-            return None, None
+            return
         watchdog = ShutdownWatchdog(
             self.state,
             settings=settings,
@@ -290,12 +291,18 @@ class Worker:
             siblings=self.alive_siblings,
             on_trip=self._on_trip,
         )
-        task = asyncio.create_task(watchdog.run(), name="taskq-watchdog")
-        lag = None
+        self._watchdog = asyncio.create_task(watchdog.run(), name="taskq-watchdog")
         if self.loop_lag:
-            lag = LoopLagMonitor(asyncio.get_running_loop(), self.state, settings)
-            lag.start()
-        return task, lag
+            self._lag = LoopLagMonitor(asyncio.get_running_loop(), self.state, settings)
+            self._lag.start()
+
+    async def _stop_watchdog(self) -> None:
+        watchdog, lag = self._watchdog, self._lag
+        if lag is not None:
+            lag.stop()
+        if watchdog is not None:
+            watchdog.cancel()
+            await asyncio.gather(watchdog, return_exceptions=True)
 
     def _on_trip(self, trip: Trip) -> None:
         if self.hard_trip:
