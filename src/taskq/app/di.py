@@ -128,7 +128,11 @@ async def _shutdown_resource(provider: providers.Resource[Any], spec: Dependency
         result = provider.shutdown()
         if inspect.isawaitable(result):
             await result
-    except Exception as exc:  # one failed teardown must not skip the others
+    except asyncio.CancelledError:
+        raise  # the worker gave up on this teardown (the shutdown deadline)
+    except BaseException as exc:  # one failed teardown must not skip the others
+        # SystemExit or KeyboardInterrupt too: raised in a job's teardown task, asyncio
+        # would re-raise it out of the event loop and end the worker.
         _log_teardown_failure(spec, exc)
 
 
@@ -274,7 +278,7 @@ class ThreadScope:
         for spec, exit_ in reversed(exits):
             try:
                 exit_()
-            except Exception as exc:
+            except BaseException as exc:  # as _shutdown_resource: never ends the worker
                 _log_teardown_failure(spec, exc)
 
 
