@@ -50,7 +50,7 @@ from typing import Any, Protocol
 
 from dependency_injector import containers, providers
 
-from taskq.domain.errors import ConfigurationError
+from taskq.domain.errors import ConfigurationError, TaskQError
 
 _log = logging.getLogger("taskq.di")
 
@@ -73,6 +73,25 @@ class DependencySpec:
 
     def describe(self) -> str:
         return f"{_type_name(self.type)} at {self.scope.name} scope"
+
+
+class DependencyError(TaskQError):
+    """A dependency could not be made: names it (and the actor and parameter needing it,
+    where known) and what its factory raised (the ``__cause__``)."""
+
+    def __init__(self, message: str, spec: DependencySpec) -> None:
+        super().__init__(message)
+        self.spec = spec
+
+
+def _factory_failed(spec: DependencySpec, exc: BaseException, who: str = "") -> DependencyError:
+    return DependencyError(
+        f"{who}the factory of {spec.describe()} raised {type(exc).__name__}: {exc}", spec
+    )
+
+
+def _for_parameter(actor: str, parameter: str) -> str:
+    return f"actor {actor!r}, parameter {parameter!r}: "
 
 
 #: A zero-argument factory: instance, awaitable, context manager or generator.
@@ -101,7 +120,12 @@ def _type_name(tp: object) -> str:
 
 
 def _is_async_factory(factory: Factory) -> bool:
-    return inspect.iscoroutinefunction(factory) or inspect.isasyncgenfunction(factory)
+    """An ``async def``, an async generator, an ``@asynccontextmanager`` function, or a
+    class that is only an async context manager."""
+    if isinstance(factory, type):
+        return hasattr(factory, "__aenter__") and not hasattr(factory, "__enter__")
+    unwrapped = inspect.unwrap(factory)
+    return inspect.iscoroutinefunction(unwrapped) or inspect.isasyncgenfunction(unwrapped)
 
 
 def _log_teardown_failure(spec: DependencySpec, exc: BaseException) -> None:
@@ -112,14 +136,15 @@ def _log_teardown_failure(spec: DependencySpec, exc: BaseException) -> None:
     )
 
 
-async def _init_resource(provider: providers.Resource[Any], spec: DependencySpec) -> object:
+async def _init_resource(
+    provider: providers.Resource[Any], spec: DependencySpec, who: str = ""
+) -> object:
     try:
         product: object = provider.init()
         if inspect.isawaitable(product):
             product = await product
     except Exception as exc:
-        exc.add_note(f"while creating {spec.describe()}")
-        raise
+        raise _factory_failed(spec, exc, who) from exc
     return product
 
 
@@ -251,13 +276,17 @@ class ThreadScope:
     def _create(self, registration: _Registration) -> object:
         spec, factory = registration.spec, registration.factory
         product: object
-        if inspect.isgeneratorfunction(factory):
-            product = contextlib.contextmanager(factory)()
-        else:
-            product = factory()
-        if hasattr(product, "__enter__") and hasattr(product, "__exit__"):
+        try:
+            if inspect.isgeneratorfunction(factory):
+                product = contextlib.contextmanager(factory)()
+            else:
+                product = factory()
+            entered = hasattr(product, "__enter__") and hasattr(product, "__exit__")
             manager: Any = product
-            instance: object = manager.__enter__()
+            instance: object = manager.__enter__() if entered else product
+        except Exception as exc:
+            raise _factory_failed(spec, exc) from exc
+        if entered:
             with self._lock:
                 self._exits.append((spec, lambda: manager.__exit__(None, None, None)))
             return instance
@@ -289,17 +318,23 @@ class ThreadLocalRef:
     function, so a sync actor gets its worker thread's instance.
     """
 
-    __slots__ = ("_scope", "type")
+    __slots__ = ("_scope", "_who", "type")
 
-    def __init__(self, scope: ThreadScope, dependency_type: Any) -> None:
+    def __init__(self, scope: ThreadScope, dependency_type: Any, who: str = "") -> None:
         self._scope = scope
         self.type = dependency_type
+        self._who = who  # "actor 'x', parameter 'y': " for the error messages
 
     def __repr__(self) -> str:
         return f"ThreadLocalRef({_type_name(self.type)})"
 
     def resolve(self) -> object:
-        return self._scope.get(self.type)
+        try:
+            return self._scope.get(self.type)
+        except DependencyError as exc:
+            raise DependencyError(f"{self._who}{exc}", exc.spec) from exc.__cause__
+        except (ConfigurationError, RuntimeError) as exc:  # no provider; scope closed
+            raise type(exc)(f"{self._who}{exc}") from exc
 
 
 def resolve_thread_locals(deps: Mapping[str, object]) -> dict[str, object]:
@@ -353,8 +388,9 @@ class WorkerScopes:
         down when the block exits, whatever the outcome, even when the job is
         cancelled again while tearing down. THREAD entries are
         :class:`ThreadLocalRef` handles that ``ActorRef.run`` resolves in the
-        thread running the actor. A factory error propagates (after tearing
-        down what was already made), noted with the dependency it was making.
+        thread running the actor. A factory error is raised as
+        :class:`DependencyError` naming the actor, parameter and dependency
+        (after tearing down what was already made).
         """
         transient: list[tuple[providers.Resource[Any], DependencySpec]] = []
         kwargs: dict[str, object] = {}
@@ -382,9 +418,9 @@ class WorkerScopes:
         if spec.scope is Scope.TRANSIENT:
             provider: providers.Resource[Any] = providers.Resource(registration.factory)
             transient.append((provider, spec))
-            return await _init_resource(provider, spec)
+            return await _init_resource(provider, spec, _for_parameter(ref.name, name))
         if spec.scope is Scope.THREAD:
-            return ThreadLocalRef(self.thread, spec.type)
+            return ThreadLocalRef(self.thread, spec.type, _for_parameter(ref.name, name))
         return self.get(spec.type, spec.scope)
 
 
@@ -504,6 +540,7 @@ class Dependencies:
 __all__ = [
     "ActorDependencies",
     "Dependencies",
+    "DependencyError",
     "DependencySpec",
     "Factory",
     "LoopScope",

@@ -159,7 +159,11 @@ class Worker:
                     scopes = await stack.enter_async_context(dependencies.open_worker_scopes())
                 except Exception as exc:
                     # A PROCESS or LOOP factory failed: the worker cannot start.
-                    self._refuse(exc, what="opening the actor dependency scopes failed: ")
+                    self._refuse(
+                        exc,
+                        what="opening the actor dependency scopes failed: ",
+                        then=_needed_by(exc, self.state.registry),
+                    )
                     return int(ExitCode.ERROR)
                 self._start_watchdog()
                 await self._run_group(scopes)
@@ -184,8 +188,8 @@ class Worker:
         events.emit(events.WORKER_STOPPED, worker_id=self.worker_id, exit_code=code)
         return code
 
-    def _refuse(self, exc: Exception, *, what: str = "") -> int:
-        self.problem = f"{what}{exc}"
+    def _refuse(self, exc: Exception, *, what: str = "", then: str = "") -> int:
+        self.problem = f"{what}{exc}{then}"
         events.emit(events.WORKER_CONFIG_ERROR, logging.ERROR, error=self.problem)
         self.state.set_exit_code(ExitCode.ERROR)
         return int(ExitCode.ERROR)
@@ -312,6 +316,18 @@ class Worker:
         self._tripped = trip
         if self._run_task is not None:
             self._run_task.cancel()
+
+
+def _needed_by(exc: Exception, registry: Mapping[str, ActorLike]) -> str:
+    """Which actors' parameters need the dependency a ``DependencyError`` names."""
+    spec = getattr(exc, "spec", None)
+    users = [
+        f"actor {ref.name!r}, parameter {name!r}"
+        for ref in registry.values()
+        for name, wanted in getattr(ref, "dependencies", {}).items()
+        if spec is not None and wanted == spec
+    ]
+    return f" (needed by {'; '.join(users)})" if users else ""
 
 
 def _no_dependencies() -> DependenciesLike:
