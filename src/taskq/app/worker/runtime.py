@@ -30,6 +30,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from typing import Any
 
+from taskq.app.actors import registry_from
 from taskq.app.di import Dependencies
 from taskq.app.settings import WorkerSettings
 from taskq.app.worker import events, startup
@@ -81,7 +82,7 @@ class Worker:
     def __init__(
         self,
         settings: WorkerSettings,
-        registry: Mapping[str, ActorLike],
+        registry: Mapping[str, ActorLike] | Sequence[ActorLike],
         ports: WorkerPorts,
         *,
         dependencies: DependenciesLike | None = None,
@@ -98,7 +99,8 @@ class Worker:
         self.state = WorkerState(
             settings=settings,
             ports=ports,
-            registry=dict(registry),
+            # A list/tuple of ActorRef too, as run_worker; anything else gets registry_from's error.
+            registry=dict(registry) if isinstance(registry, Mapping) else registry_from(registry),
             worker_id=worker_id or new_worker_id(),
             rng=rng or random.Random(),
         )
