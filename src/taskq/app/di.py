@@ -241,14 +241,19 @@ class LoopScope(_EagerScope):
 class ThreadScope:
     """The THREAD scope container: one instance per thread, made on first use there.
 
-    Teardown runs at close, in the closing thread, newest first: a worker
-    thread may already be gone by then.
+    A thread that adopted its teardown (the worker's actor threads, through
+    :meth:`adopt_thread`) tears down its own instances as it stops
+    (:meth:`close_thread`): thread-bound objects such as sqlite3 connections
+    can only be closed there. The rest are torn down at :meth:`close`, in the
+    closing thread, newest first; an adopted thread still running then (a job
+    the shutdown gave up on) keeps its instances, logged ``di-teardown-left``.
     """
 
     def __init__(self, registrations: Iterable[_Registration]) -> None:
         self.container = containers.DynamicContainer()
         self._providers: dict[Any, providers.ThreadLocalSingleton[object]] = {}
-        self._exits: list[tuple[DependencySpec, Callable[[], object]]] = []
+        self._exits: dict[threading.Thread, list[tuple[DependencySpec, Callable[[], object]]]] = {}
+        self._adopted: set[threading.Thread] = set()
         self._lock = threading.Lock()
         self._closed = False
         thread_regs = [r for r in registrations if r.spec.scope is Scope.THREAD]
@@ -260,7 +265,8 @@ class ThreadScope:
             self._providers[registration.spec.type] = provider
 
     def __repr__(self) -> str:
-        return f"<ThreadScope instances={len(self._exits)} closed={self._closed}>"
+        count = sum(len(exits) for exits in self._exits.values())
+        return f"<ThreadScope instances={count} closed={self._closed}>"
 
     def get(self, dependency_type: Any) -> object:
         """This thread's instance, created now if this thread has none yet."""
@@ -288,7 +294,9 @@ class ThreadScope:
             raise _factory_failed(spec, exc) from exc
         if entered:
             with self._lock:
-                self._exits.append((spec, lambda: manager.__exit__(None, None, None)))
+                self._exits.setdefault(threading.current_thread(), []).append(
+                    (spec, lambda: manager.__exit__(None, None, None))
+                )
             return instance
         if inspect.iscoroutine(product) or hasattr(product, "__aenter__"):
             if inspect.iscoroutine(product):
@@ -300,15 +308,48 @@ class ThreadScope:
             )
         return product
 
+    def adopt_thread(self) -> None:
+        """The calling thread will call :meth:`close_thread` itself before it ends."""
+        with self._lock:
+            self._adopted.add(threading.current_thread())
+
+    def close_thread(self) -> None:
+        """Tear down the calling thread's instances now, newest first."""
+        current = threading.current_thread()
+        with self._lock:
+            self._adopted.discard(current)
+            exits = self._exits.pop(current, [])
+        _run_exits(exits)
+
     def close(self) -> None:
+        current = threading.current_thread()
         with self._lock:
             self._closed = True
-            exits, self._exits = self._exits, []
-        for spec, exit_ in reversed(exits):
-            try:
-                exit_()
-            except BaseException as exc:  # as _shutdown_resource: never ends the worker
-                _log_teardown_failure(spec, exc)
+            left = {
+                t: exits
+                for t, exits in self._exits.items()
+                if t in self._adopted and t is not current and t.is_alive()
+            }
+            mine = [e for t, exits in self._exits.items() if t not in left for e in exits]
+            self._exits = left
+        for thread, exits in left.items():
+            _log.warning(
+                "di-teardown-left",
+                extra={
+                    "owner_thread": thread.name,
+                    "dependencies": [spec.describe() for spec, _ in exits],
+                    "reason": "its thread is still running a job",
+                },
+            )
+        _run_exits(mine)
+
+
+def _run_exits(exits: list[tuple[DependencySpec, Callable[[], object]]]) -> None:
+    for spec, exit_ in reversed(exits):
+        try:
+            exit_()
+        except BaseException as exc:  # as _shutdown_resource: never ends the worker
+            _log_teardown_failure(spec, exc)
 
 
 class ThreadLocalRef:

@@ -7,6 +7,7 @@ import contextlib
 import itertools
 import logging
 import threading
+import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Annotated, Any
 
@@ -20,6 +21,7 @@ from taskq.app.di import (
     DependencyError,
     Scope,
     ThreadLocalRef,
+    ThreadScope,
     WorkerScopes,
     build_actor_scope,
 )
@@ -625,3 +627,42 @@ async def test_scopes_close_even_if_unused() -> None:
     async with full_deps(journal).open_worker_scopes():
         pass
     assert journal.events == ["open db1", "open conn2", "close conn2", "close db1"]
+
+
+def test_an_adopted_thread_tears_down_its_own_instances(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A thread that adopted its teardown closes its instances itself; close() leaves
+    those of one still running (logged di-teardown-left) and closes the rest."""
+    deps = Dependencies()
+    made: list[int] = []
+    closed: list[int] = []
+
+    def session() -> Iterator[Session]:
+        made.append(threading.get_ident())
+        yield Session()
+        closed.append(threading.get_ident())
+
+    deps.register(Session, session, scope=Scope.THREAD)
+    scope = ThreadScope(deps._registrations.values())
+    stop = threading.Event()
+
+    def adopted() -> None:
+        scope.adopt_thread()
+        scope.get(Session)
+        stop.wait()
+        scope.close_thread()
+
+    worker = threading.Thread(target=adopted)
+    worker.start()
+    try:
+        while not made:
+            time.sleep(0.01)
+        scope.get(Session)  # this thread's own
+        scope.close()
+        assert closed == [threading.get_ident()]
+        assert [r.getMessage() for r in caplog.records] == ["di-teardown-left"]
+    finally:
+        stop.set()
+        worker.join()
+    assert closed == [threading.get_ident(), worker.ident]

@@ -47,7 +47,7 @@ from typing import Any, Final
 
 from taskq.app.context import JobContext
 from taskq.app.worker import events
-from taskq.app.worker.actor_threads import ActorThreads
+from taskq.app.worker.actor_threads import ActorThreads, ThreadHooks
 from taskq.app.worker.batching import GroupCommit
 from taskq.app.worker.limits import NO_LIMITS, ActorLimits, Denied, declares_limits
 from taskq.app.worker.protocols import ActorScopes
@@ -119,7 +119,10 @@ class Dispatcher:
         self._retries: set[asyncio.Task[None]] = set()
         # Plain ``def`` actors run here, all max_concurrency of them at once (see
         # actor_threads: why not the loop's default pool, why daemon threads).
-        self._threads = ActorThreads(state.settings.max_concurrency)
+        # THREAD-scope instances are torn down in the thread that made them (sqlite3, ...).
+        hooks: ThreadHooks | None = getattr(scopes, "thread", None)
+        self._threads = ActorThreads(state.settings.max_concurrency, hooks=hooks)
+        self._hold: Callable[[], Callable[[], None]] | None = getattr(state.clock, "hold", None)
         limiter = state.ports.rate_limiter
         # Startup refuses actors with limits when there is no limiter (require_rate_limiter).
         self.limits = (
@@ -265,7 +268,7 @@ class Dispatcher:
     async def _invoke_in_task(
         self, active: ActiveJob, payload: Any, ctx: JobContext[Any] | None
     ) -> tuple[Outcome, bool] | None:
-        job = active.job
+        job, ref = active.job, active.ref
         coro, name = self._invoke(active, payload, ctx), f"taskq-job-{job.id}"
         if (
             _start_eagerly is not None
@@ -280,6 +283,10 @@ class Dispatcher:
         active.task = task
         if task.done():  # only an eager task can be
             return _outcome_of(active, task)
+        if self._hold is not None and not getattr(ref, "is_async", True):
+            # A fake clock (tests): its time must not race ahead while the actor's
+            # thread works, unseen by the loop.
+            task.add_done_callback(partial(_call, self._hold()))
         if active.forced:  # forced before the task existed
             task.cancel()
         if self.state.shutdown_event.is_set():
@@ -484,6 +491,16 @@ class Dispatcher:
             task.cancel()
         await asyncio.gather(*self._retries, return_exceptions=True)
         self._threads.shutdown(wait=False, cancel_futures=True)
+        # Idle threads stop now, tearing down their THREAD-scope instances: wait for
+        # that, so the scopes' close sees it done (a thread still in a job is not waited).
+        idle = self._threads.idle_stopped()
+        if idle:
+            release = self._hold() if self._hold is not None else None
+            try:
+                await asyncio.gather(*(asyncio.wrap_future(f) for f in idle))
+            finally:
+                if release is not None:
+                    release()
 
     @staticmethod
     async def _settle(write: asyncio.Future[Written]) -> None:
@@ -601,6 +618,10 @@ class ActorBaseException(Exception):
     def __init__(self, original: BaseException) -> None:
         super().__init__(f"{type(original).__name__}: {original!r}")
         self.original = original
+
+
+def _call(release: Callable[[], None], _: object) -> None:
+    release()
 
 
 def _settle_once(settled: asyncio.Future[None], _: object) -> None:
