@@ -172,6 +172,10 @@ class ActorRef(Generic[P, R]):
             raise ConfigurationError(
                 f"{where}: result_ttl must be a positive timedelta or None, got {result_ttl!r}"
             )
+        if metadata is not None and not isinstance(metadata, Mapping):
+            raise ConfigurationError(
+                f"{where}: metadata must be a mapping of str to JSON values, got {metadata!r}"
+            )
         try:
             frozen_metadata = json_copy(dict(metadata or {}), "metadata")
         except (ValueError, TypeError) as exc:

@@ -50,7 +50,7 @@ from typing import Any, Protocol
 
 from dependency_injector import containers, providers
 
-from taskq.domain.errors import ConfigurationError
+from taskq.domain.errors import ConfigurationError, TaskQError
 
 _log = logging.getLogger("taskq.di")
 
@@ -73,6 +73,25 @@ class DependencySpec:
 
     def describe(self) -> str:
         return f"{_type_name(self.type)} at {self.scope.name} scope"
+
+
+class DependencyError(TaskQError):
+    """A dependency could not be made: names it (and the actor and parameter needing it,
+    where known) and what its factory raised (the ``__cause__``)."""
+
+    def __init__(self, message: str, spec: DependencySpec) -> None:
+        super().__init__(message)
+        self.spec = spec
+
+
+def _factory_failed(spec: DependencySpec, exc: BaseException, who: str = "") -> DependencyError:
+    return DependencyError(
+        f"{who}the factory of {spec.describe()} raised {type(exc).__name__}: {exc}", spec
+    )
+
+
+def _for_parameter(actor: str, parameter: str) -> str:
+    return f"actor {actor!r}, parameter {parameter!r}: "
 
 
 #: A zero-argument factory: instance, awaitable, context manager or generator.
@@ -101,7 +120,12 @@ def _type_name(tp: object) -> str:
 
 
 def _is_async_factory(factory: Factory) -> bool:
-    return inspect.iscoroutinefunction(factory) or inspect.isasyncgenfunction(factory)
+    """An ``async def``, an async generator, an ``@asynccontextmanager`` function, or a
+    class that is only an async context manager."""
+    if isinstance(factory, type):
+        return hasattr(factory, "__aenter__") and not hasattr(factory, "__enter__")
+    unwrapped = inspect.unwrap(factory)
+    return inspect.iscoroutinefunction(unwrapped) or inspect.isasyncgenfunction(unwrapped)
 
 
 def _log_teardown_failure(spec: DependencySpec, exc: BaseException) -> None:
@@ -112,14 +136,15 @@ def _log_teardown_failure(spec: DependencySpec, exc: BaseException) -> None:
     )
 
 
-async def _init_resource(provider: providers.Resource[Any], spec: DependencySpec) -> object:
+async def _init_resource(
+    provider: providers.Resource[Any], spec: DependencySpec, who: str = ""
+) -> object:
     try:
         product: object = provider.init()
         if inspect.isawaitable(product):
             product = await product
     except Exception as exc:
-        exc.add_note(f"while creating {spec.describe()}")
-        raise
+        raise _factory_failed(spec, exc, who) from exc
     return product
 
 
@@ -128,7 +153,11 @@ async def _shutdown_resource(provider: providers.Resource[Any], spec: Dependency
         result = provider.shutdown()
         if inspect.isawaitable(result):
             await result
-    except Exception as exc:  # one failed teardown must not skip the others
+    except asyncio.CancelledError:
+        raise  # the worker gave up on this teardown (the shutdown deadline)
+    except BaseException as exc:  # one failed teardown must not skip the others
+        # SystemExit or KeyboardInterrupt too: raised in a job's teardown task, asyncio
+        # would re-raise it out of the event loop and end the worker.
         _log_teardown_failure(spec, exc)
 
 
@@ -212,14 +241,19 @@ class LoopScope(_EagerScope):
 class ThreadScope:
     """The THREAD scope container: one instance per thread, made on first use there.
 
-    Teardown runs at close, in the closing thread, newest first: a worker
-    thread may already be gone by then.
+    A thread that adopted its teardown (the worker's actor threads, through
+    :meth:`adopt_thread`) tears down its own instances as it stops
+    (:meth:`close_thread`): thread-bound objects such as sqlite3 connections
+    can only be closed there. The rest are torn down at :meth:`close`, in the
+    closing thread, newest first; an adopted thread still running then (a job
+    the shutdown gave up on) keeps its instances, logged ``di-teardown-left``.
     """
 
     def __init__(self, registrations: Iterable[_Registration]) -> None:
         self.container = containers.DynamicContainer()
         self._providers: dict[Any, providers.ThreadLocalSingleton[object]] = {}
-        self._exits: list[tuple[DependencySpec, Callable[[], object]]] = []
+        self._exits: dict[threading.Thread, list[tuple[DependencySpec, Callable[[], object]]]] = {}
+        self._adopted: set[threading.Thread] = set()
         self._lock = threading.Lock()
         self._closed = False
         thread_regs = [r for r in registrations if r.spec.scope is Scope.THREAD]
@@ -231,7 +265,8 @@ class ThreadScope:
             self._providers[registration.spec.type] = provider
 
     def __repr__(self) -> str:
-        return f"<ThreadScope instances={len(self._exits)} closed={self._closed}>"
+        count = sum(len(exits) for exits in self._exits.values())
+        return f"<ThreadScope instances={count} closed={self._closed}>"
 
     def get(self, dependency_type: Any) -> object:
         """This thread's instance, created now if this thread has none yet."""
@@ -247,15 +282,21 @@ class ThreadScope:
     def _create(self, registration: _Registration) -> object:
         spec, factory = registration.spec, registration.factory
         product: object
-        if inspect.isgeneratorfunction(factory):
-            product = contextlib.contextmanager(factory)()
-        else:
-            product = factory()
-        if hasattr(product, "__enter__") and hasattr(product, "__exit__"):
+        try:
+            if inspect.isgeneratorfunction(factory):
+                product = contextlib.contextmanager(factory)()
+            else:
+                product = factory()
+            entered = hasattr(product, "__enter__") and hasattr(product, "__exit__")
             manager: Any = product
-            instance: object = manager.__enter__()
+            instance: object = manager.__enter__() if entered else product
+        except Exception as exc:
+            raise _factory_failed(spec, exc) from exc
+        if entered:
             with self._lock:
-                self._exits.append((spec, lambda: manager.__exit__(None, None, None)))
+                self._exits.setdefault(threading.current_thread(), []).append(
+                    (spec, lambda: manager.__exit__(None, None, None))
+                )
             return instance
         if inspect.iscoroutine(product) or hasattr(product, "__aenter__"):
             if inspect.iscoroutine(product):
@@ -267,15 +308,48 @@ class ThreadScope:
             )
         return product
 
+    def adopt_thread(self) -> None:
+        """The calling thread will call :meth:`close_thread` itself before it ends."""
+        with self._lock:
+            self._adopted.add(threading.current_thread())
+
+    def close_thread(self) -> None:
+        """Tear down the calling thread's instances now, newest first."""
+        current = threading.current_thread()
+        with self._lock:
+            self._adopted.discard(current)
+            exits = self._exits.pop(current, [])
+        _run_exits(exits)
+
     def close(self) -> None:
+        current = threading.current_thread()
         with self._lock:
             self._closed = True
-            exits, self._exits = self._exits, []
-        for spec, exit_ in reversed(exits):
-            try:
-                exit_()
-            except Exception as exc:
-                _log_teardown_failure(spec, exc)
+            left = {
+                t: exits
+                for t, exits in self._exits.items()
+                if t in self._adopted and t is not current and t.is_alive()
+            }
+            mine = [e for t, exits in self._exits.items() if t not in left for e in exits]
+            self._exits = left
+        for thread, exits in left.items():
+            _log.warning(
+                "di-teardown-left",
+                extra={
+                    "owner_thread": thread.name,
+                    "dependencies": [spec.describe() for spec, _ in exits],
+                    "reason": "its thread is still running a job",
+                },
+            )
+        _run_exits(mine)
+
+
+def _run_exits(exits: list[tuple[DependencySpec, Callable[[], object]]]) -> None:
+    for spec, exit_ in reversed(exits):
+        try:
+            exit_()
+        except BaseException as exc:  # as _shutdown_resource: never ends the worker
+            _log_teardown_failure(spec, exc)
 
 
 class ThreadLocalRef:
@@ -285,17 +359,23 @@ class ThreadLocalRef:
     function, so a sync actor gets its worker thread's instance.
     """
 
-    __slots__ = ("_scope", "type")
+    __slots__ = ("_scope", "_who", "type")
 
-    def __init__(self, scope: ThreadScope, dependency_type: Any) -> None:
+    def __init__(self, scope: ThreadScope, dependency_type: Any, who: str = "") -> None:
         self._scope = scope
         self.type = dependency_type
+        self._who = who  # "actor 'x', parameter 'y': " for the error messages
 
     def __repr__(self) -> str:
         return f"ThreadLocalRef({_type_name(self.type)})"
 
     def resolve(self) -> object:
-        return self._scope.get(self.type)
+        try:
+            return self._scope.get(self.type)
+        except DependencyError as exc:
+            raise DependencyError(f"{self._who}{exc}", exc.spec) from exc.__cause__
+        except (ConfigurationError, RuntimeError) as exc:  # no provider; scope closed
+            raise type(exc)(f"{self._who}{exc}") from exc
 
 
 def resolve_thread_locals(deps: Mapping[str, object]) -> dict[str, object]:
@@ -349,8 +429,9 @@ class WorkerScopes:
         down when the block exits, whatever the outcome, even when the job is
         cancelled again while tearing down. THREAD entries are
         :class:`ThreadLocalRef` handles that ``ActorRef.run`` resolves in the
-        thread running the actor. A factory error propagates (after tearing
-        down what was already made), noted with the dependency it was making.
+        thread running the actor. A factory error is raised as
+        :class:`DependencyError` naming the actor, parameter and dependency
+        (after tearing down what was already made).
         """
         transient: list[tuple[providers.Resource[Any], DependencySpec]] = []
         kwargs: dict[str, object] = {}
@@ -378,9 +459,9 @@ class WorkerScopes:
         if spec.scope is Scope.TRANSIENT:
             provider: providers.Resource[Any] = providers.Resource(registration.factory)
             transient.append((provider, spec))
-            return await _init_resource(provider, spec)
+            return await _init_resource(provider, spec, _for_parameter(ref.name, name))
         if spec.scope is Scope.THREAD:
-            return ThreadLocalRef(self.thread, spec.type)
+            return ThreadLocalRef(self.thread, spec.type, _for_parameter(ref.name, name))
         return self.get(spec.type, spec.scope)
 
 
@@ -500,6 +581,7 @@ class Dependencies:
 __all__ = [
     "ActorDependencies",
     "Dependencies",
+    "DependencyError",
     "DependencySpec",
     "Factory",
     "LoopScope",

@@ -134,10 +134,25 @@ class RetryPolicy:
             raise ValueError(f"RetryPolicy.max_attempts must be an int, got {self.max_attempts!r}")
         if self.max_attempts < 1:
             raise ValueError(f"RetryPolicy.max_attempts must be >= 1, got {self.max_attempts}")
+        for name in ("base", "cap") + (("time_budget",) if self.time_budget is not None else ()):
+            value = getattr(self, name)
+            if not isinstance(value, timedelta):  # a bare number: seconds or hours?
+                raise ValueError(
+                    f"RetryPolicy.{name} must be a datetime.timedelta (e.g. "
+                    f"timedelta(seconds=5)), got {value!r}"
+                )
         if self.time_budget is not None and self.time_budget <= timedelta(0):
             raise ValueError(
                 f"RetryPolicy.time_budget must be > 0 when set, got {self.time_budget}"
             )
+        if self.time_budget is not None and self.kind != "indefinite":
+            # It would be ignored: only an indefinite policy turns it into a deadline.
+            raise ValueError(
+                f"RetryPolicy.time_budget applies only to kind='indefinite', got "
+                f"kind={self.kind!r} (set a deadline per job with schedule_to_close instead)"
+            )
+        if isinstance(self.jitter, bool) or not isinstance(self.jitter, int | float):
+            raise ValueError(f"RetryPolicy.jitter must be a number, got {self.jitter!r}")
         if self.base < timedelta(0):
             raise ValueError(f"RetryPolicy.base must be >= 0, got {self.base}")
         if self.cap < timedelta(0):

@@ -255,3 +255,26 @@ async def test_system_clock_sleep_is_cancellable() -> None:
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+
+
+async def test_a_hold_keeps_fake_time_still_until_released() -> None:
+    """advance_async waits (in real time) for a pending hold before moving time: work in a
+    thread, invisible to the loop, is not outrun by fake time."""
+    clock = FakeClock()
+    release = clock.hold()
+    asyncio.get_running_loop().call_later(0.05, release)
+    started = time.monotonic()
+    await clock.advance_async(1)
+    assert time.monotonic() - started >= 0.04
+    assert clock.monotonic() == 1.0
+
+
+async def test_a_hold_lets_time_move_after_its_limit() -> None:
+    """A hold never released (a thread that never returns) stops holding after its limit."""
+    clock = FakeClock()
+    clock.hold(limit=0.05)
+    started = time.monotonic()
+    await clock.advance_async(1)
+    await clock.advance_async(1)
+    assert clock.monotonic() == 2.0
+    assert time.monotonic() - started < 1.0

@@ -289,6 +289,7 @@ def test_non_functions_are_refused() -> None:
         ({"result_ttl": timedelta(0)}, "result_ttl must be a positive timedelta"),
         ({"metadata": {"when": NOW}}, "not JSON"),
         ({"metadata": {1: "x"}}, "non-string key"),
+        ({"metadata": [1, 2]}, r"metadata must be a mapping of str to JSON values, got \[1, 2\]"),
         ({"retry": {"max_attempts": 2}}, "retry must be a RetryPolicy"),
     ],
 )

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
 import threading
+import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Annotated, Any
 
@@ -16,8 +18,10 @@ from taskq.app.actors import actor
 from taskq.app.context import JobContext
 from taskq.app.di import (
     Dependencies,
+    DependencyError,
     Scope,
     ThreadLocalRef,
+    ThreadScope,
     WorkerScopes,
     build_actor_scope,
 )
@@ -159,6 +163,46 @@ def test_thread_scope_refuses_async_factories(kind: str) -> None:
 
     with pytest.raises(ConfigurationError, match="synchronous"):
         Dependencies().register(Db, coro if kind == "coroutine" else agen, scope=Scope.THREAD)
+
+
+class OnlyAsyncManaged:
+    async def __aenter__(self) -> OnlyAsyncManaged:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None: ...
+
+
+@contextlib.asynccontextmanager
+async def async_managed() -> AsyncIterator[Db]:
+    yield Db()
+
+
+@pytest.mark.parametrize("factory", [OnlyAsyncManaged, async_managed])
+def test_thread_scope_refuses_async_context_manager_factories(factory: Any) -> None:
+    """A class that is only an async context manager, or an @asynccontextmanager function,
+    is refused at registration, not at each job."""
+    with pytest.raises(ConfigurationError, match=r"Db at THREAD scope: .* must be synchronous"):
+        Dependencies().register(Db, factory, scope=Scope.THREAD)
+
+
+async def test_a_failing_thread_factory_names_the_actor_and_parameter() -> None:
+    """The error a sync actor gets when its THREAD factory raises names what was made."""
+
+    def broken() -> Session:
+        raise KeyError("nope")
+
+    deps = Dependencies()
+    deps.register(Session, broken, scope=Scope.THREAD)
+    async with (
+        deps.open_worker_scopes() as scopes,
+        scopes.actor_scope(sync_uses_session) as kwargs,
+    ):
+        with pytest.raises(DependencyError) as info:
+            await sync_uses_session.run(Payload(), ctx_for(Payload()), kwargs)
+    assert str(info.value) == (
+        "actor 'sync_uses_session', parameter 'session': the factory of Session at THREAD "
+        "scope raised KeyError: 'nope'"
+    )
 
 
 def test_validate_names_actor_parameter_and_type() -> None:
@@ -370,11 +414,15 @@ async def test_transient_factory_error_tears_down_what_was_made() -> None:
     deps.register(Tx, journal.generator(Tx, "tx"), scope=Scope.TRANSIENT)
     deps.register(Session, failing, scope=Scope.TRANSIENT)
     async with deps.open_worker_scopes() as scopes:
-        with pytest.raises(OSError, match="cannot connect") as info:
+        with pytest.raises(DependencyError) as info:
             async with scopes.actor_scope(two_transients):
                 pytest.fail("the body must not run")
     assert journal.events == ["open tx1", "close tx1"]
-    assert any("Session at TRANSIENT scope" in note for note in info.value.__notes__)
+    assert str(info.value) == (
+        f"actor {two_transients.name!r}, parameter 'second': the factory of Session at "
+        "TRANSIENT scope raised OSError: cannot connect"
+    )
+    assert isinstance(info.value.__cause__, OSError)
 
 
 async def test_failing_process_factory_stops_the_chain_and_cleans_up() -> None:
@@ -387,7 +435,9 @@ async def test_failing_process_factory_stops_the_chain_and_cleans_up() -> None:
     deps = Dependencies()
     deps.register(Db, journal.generator(Db, "db"), scope=Scope.PROCESS)
     deps.register(Conn, failing, scope=Scope.PROCESS)
-    with pytest.raises(OSError, match="no database"):
+    with pytest.raises(
+        DependencyError, match="the factory of Conn at PROCESS scope raised OSError: no database"
+    ):
         async with deps.open_worker_scopes():
             pytest.fail("the chain must not open")
     assert journal.events == ["open db1", "close db1"]
@@ -577,3 +627,42 @@ async def test_scopes_close_even_if_unused() -> None:
     async with full_deps(journal).open_worker_scopes():
         pass
     assert journal.events == ["open db1", "open conn2", "close conn2", "close db1"]
+
+
+def test_an_adopted_thread_tears_down_its_own_instances(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A thread that adopted its teardown closes its instances itself; close() leaves
+    those of one still running (logged di-teardown-left) and closes the rest."""
+    deps = Dependencies()
+    made: list[int] = []
+    closed: list[int] = []
+
+    def session() -> Iterator[Session]:
+        made.append(threading.get_ident())
+        yield Session()
+        closed.append(threading.get_ident())
+
+    deps.register(Session, session, scope=Scope.THREAD)
+    scope = ThreadScope(deps._registrations.values())
+    stop = threading.Event()
+
+    def adopted() -> None:
+        scope.adopt_thread()
+        scope.get(Session)
+        stop.wait()
+        scope.close_thread()
+
+    worker = threading.Thread(target=adopted)
+    worker.start()
+    try:
+        while not made:
+            time.sleep(0.01)
+        scope.get(Session)  # this thread's own
+        scope.close()
+        assert closed == [threading.get_ident()]
+        assert [r.getMessage() for r in caplog.records] == ["di-teardown-left"]
+    finally:
+        stop.set()
+        worker.join()
+    assert closed == [threading.get_ident(), worker.ident]

@@ -184,6 +184,12 @@ def test_policy_defaults_match_the_worker_guide() -> None:
         ({"jitter": -0.01}, "jitter"),
         ({"jitter": 1.01}, "jitter"),
         ({"jitter": float("nan")}, "jitter"),
+        ({"jitter": "0.2"}, "jitter"),
+        ({"base": 5}, "base"),
+        ({"cap": 3600.0}, "cap"),
+        ({"kind": "indefinite", "time_budget": 3600}, "time_budget"),
+        ({"time_budget": timedelta(hours=2)}, "time_budget"),  # transient: it would be ignored
+        ({"kind": "non_retryable", "time_budget": timedelta(hours=2)}, "time_budget"),
     ],
 )
 def test_policy_rejects_invalid_fields_naming_them(kwargs: dict[str, Any], field: str) -> None:
@@ -367,8 +373,8 @@ def test_budget_deadline_wins_over_later_explicit_deadline() -> None:
     "policy",
     [
         RetryPolicy(kind="indefinite"),
-        RetryPolicy(kind="transient", time_budget=timedelta(hours=2)),
-        RetryPolicy(kind="non_retryable", time_budget=timedelta(hours=2)),
+        RetryPolicy(kind="transient"),
+        RetryPolicy(kind="non_retryable"),
     ],
 )
 @pytest.mark.parametrize("explicit", [None, NOW + timedelta(hours=5)])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime, timedelta
 
 from hypothesis import given, settings
@@ -31,11 +32,17 @@ policies = st.builds(
     RetryPolicy,
     kind=st.sampled_from(["transient", "indefinite", "non_retryable"]),
     max_attempts=st.integers(min_value=1, max_value=20),
-    time_budget=st.none() | positive,
     backoff=st.sampled_from(["exponential", "linear", "fixed"]),
     base=delays,
     cap=delays,
     jitter=st.floats(min_value=0.0, max_value=1.0),
+).flatmap(
+    # time_budget is only valid on indefinite policies
+    lambda p: (
+        st.just(p)
+        if p.kind != "indefinite"
+        else (st.none() | positive).map(lambda budget: dataclasses.replace(p, time_budget=budget))
+    )
 )
 attempts = st.integers(min_value=1, max_value=200) | st.integers(min_value=1, max_value=10**30)
 ceilings = delays

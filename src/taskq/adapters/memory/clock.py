@@ -17,6 +17,13 @@ How a test drives it::
 sleepers (in deadline order), but the woken tasks only run when the test
 yields to the event loop. ``advance_async`` and ``run_until_idle`` do that
 yielding.
+
+Work outside the event loop (a sync actor in its thread) is invisible to the
+loop, which looks idle meanwhile: ``hold()`` keeps fake time still until the
+returned ``release`` is called, ``run_until_idle`` (so ``advance_async``)
+waiting for it in real time, at most ``HOLD_LIMIT`` seconds per hold (a
+thread that never returns must not hang the test). The worker holds the
+clock while a sync actor runs.
 """
 
 from __future__ import annotations
@@ -25,6 +32,8 @@ import asyncio
 import heapq
 import itertools
 import math
+import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
@@ -38,6 +47,8 @@ _ONE_US: Final = timedelta(microseconds=1)
 _MAX_IDLE_ROUNDS: Final = 10_000
 #: Iterations used when the loop does not expose its ready queue.
 _FALLBACK_IDLE_ROUNDS: Final = 100
+#: Real seconds one :meth:`FakeClock.hold` can keep fake time still.
+HOLD_LIMIT: Final = 5.0
 
 
 def _check_seconds(seconds: float, what: str) -> None:
@@ -72,6 +83,8 @@ class FakeClock:
         self._seq = itertools.count()
         # (deadline in µs, tie-break sequence, future); math.inf never fires.
         self._sleepers: list[tuple[float, int, asyncio.Future[None]]] = []
+        # hold() futures -> the real (time.monotonic) time after which they no longer hold.
+        self._holds: dict[asyncio.Future[None], float] = {}
 
     def __repr__(self) -> str:
         return f"FakeClock(now={self.now().isoformat()}, pending_sleepers={self.pending_sleepers})"
@@ -159,13 +172,41 @@ class FakeClock:
         self._wake_due()
         await self.run_until_idle()
 
+    def hold(self, limit: float = HOLD_LIMIT) -> Callable[[], None]:
+        """Keep fake time still until the returned callable is called (or ``limit`` real
+        seconds passed): :meth:`run_until_idle` waits for it. Call both on the loop."""
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._holds[future] = time.monotonic() + limit
+
+        def release() -> None:
+            self._holds.pop(future, None)
+            if not future.done():
+                future.set_result(None)
+
+        return release
+
     async def run_until_idle(self) -> None:
-        """Yield to the event loop until no other callback is ready to run.
+        """Yield to the event loop until no other callback is ready to run and no
+        :meth:`hold` is pending (waited for in real time).
 
         Time does not move. Tasks parked on a future (a fake sleep, a queue, an
         event) count as idle. On loops that hide their ready queue this yields
         a fixed number of times instead.
         """
+        while True:
+            await self._run_loop_until_idle()
+            now = time.monotonic()
+            for future, until in list(self._holds.items()):
+                if until <= now:
+                    del self._holds[future]  # held too long: let time move
+            if not self._holds:
+                return
+            until = min(self._holds.values())
+            await asyncio.wait(
+                list(self._holds), timeout=until - now, return_when=asyncio.FIRST_COMPLETED
+            )
+
+    async def _run_loop_until_idle(self) -> None:
         loop = asyncio.get_running_loop()
         if _ready_count(loop) is None:
             for _ in range(_FALLBACK_IDLE_ROUNDS):
@@ -189,4 +230,4 @@ class FakeClock:
             heapq.heappop(self._sleepers)
 
 
-__all__ = ["DEFAULT_START", "FakeClock"]
+__all__ = ["DEFAULT_START", "HOLD_LIMIT", "FakeClock"]

@@ -16,7 +16,7 @@ import queue
 import threading
 from collections.abc import Callable
 from concurrent.futures import Executor, Future
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, ParamSpec, Protocol, TypeVar
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -24,14 +24,34 @@ T = TypeVar("T")
 _WorkItem = tuple[Future[Any], Callable[..., Any], tuple[Any, ...], dict[str, Any]]
 
 
+class ThreadHooks(Protocol):
+    """Per-thread setup and teardown (the THREAD dependency scope, ``di.ThreadScope``)."""
+
+    def adopt_thread(self) -> None:
+        """Called first in each new thread: it will call ``close_thread`` itself."""
+
+    def close_thread(self) -> None:
+        """Called last in each thread as it stops: tear down its own instances."""
+
+
 class ActorThreads(Executor):
     """Up to ``max_workers`` daemon threads named ``<prefix>_<n>``, started on demand."""
 
-    def __init__(self, max_workers: int, *, thread_name_prefix: str = "taskq-actor") -> None:
+    def __init__(
+        self,
+        max_workers: int,
+        *,
+        thread_name_prefix: str = "taskq-actor",
+        hooks: ThreadHooks | None = None,
+    ) -> None:
         if max_workers < 1:
             raise ValueError(f"max_workers must be >= 1, got {max_workers}")
         self._max_workers = max_workers
         self._prefix = thread_name_prefix
+        self._hooks = hooks
+        self._busy: set[threading.Thread] = set()
+        # Done when a thread has stopped (its hooks' close_thread run), one per thread.
+        self._stopped: dict[threading.Thread, Future[None]] = {}
         self._work: queue.SimpleQueue[_WorkItem | None] = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
         self._idle = threading.Semaphore(0)  # one release per thread waiting for work
@@ -54,9 +74,16 @@ class ActorThreads(Executor):
                     name=f"{self._prefix}_{next(self._numbers)}",
                     daemon=True,
                 )
+                self._stopped[thread] = Future()
                 thread.start()
                 self._threads.append(thread)
             return future
+
+    def idle_stopped(self) -> list[Future[None]]:
+        """After :meth:`shutdown`: one future per thread that was not running a job, done
+        once it has stopped (threads still running a job may never stop)."""
+        with self._lock:
+            return [self._stopped[t] for t in self._threads if t not in self._busy]
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         with self._lock:
@@ -80,10 +107,22 @@ class ActorThreads(Executor):
         return sum(thread.is_alive() for thread in self._threads)
 
     def _serve(self) -> None:
+        if self._hooks is not None:
+            self._hooks.adopt_thread()
+        try:
+            self._serve_jobs()
+        finally:
+            if self._hooks is not None:
+                self._hooks.close_thread()  # in this thread: its instances were made here
+            self._stopped[threading.current_thread()].set_result(None)
+
+    def _serve_jobs(self) -> None:
         while True:
             item = self._work.get()
             if item is None:
                 return
+            with self._lock:
+                self._busy.add(threading.current_thread())
             future, fn, args, kwargs = item
             if future.set_running_or_notify_cancel():
                 try:
@@ -93,7 +132,9 @@ class ActorThreads(Executor):
                 else:
                     future.set_result(result)
             del item, future, fn, args, kwargs  # nothing of a finished job kept while idle
+            with self._lock:
+                self._busy.discard(threading.current_thread())
             self._idle.release()
 
 
-__all__ = ["ActorThreads"]
+__all__ = ["ActorThreads", "ThreadHooks"]

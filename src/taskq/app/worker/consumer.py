@@ -40,17 +40,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import timedelta
 from functools import partial
 from typing import Any, Final
 
 from taskq.app.context import JobContext
 from taskq.app.worker import events
-from taskq.app.worker.actor_threads import ActorThreads
+from taskq.app.worker.actor_threads import ActorThreads, ThreadHooks
 from taskq.app.worker.batching import GroupCommit
 from taskq.app.worker.limits import NO_LIMITS, ActorLimits, Denied, declares_limits
-from taskq.app.worker.protocols import ActorLike, ActorScopes
+from taskq.app.worker.protocols import ActorScopes
 from taskq.app.worker.refused_writes import FailedInstead, Written
 from taskq.app.worker.start_marks import StartMarks
 from taskq.app.worker.state import ActiveJob, WorkerState
@@ -119,7 +119,10 @@ class Dispatcher:
         self._retries: set[asyncio.Task[None]] = set()
         # Plain ``def`` actors run here, all max_concurrency of them at once (see
         # actor_threads: why not the loop's default pool, why daemon threads).
-        self._threads = ActorThreads(state.settings.max_concurrency)
+        # THREAD-scope instances are torn down in the thread that made them (sqlite3, ...).
+        hooks: ThreadHooks | None = getattr(scopes, "thread", None)
+        self._threads = ActorThreads(state.settings.max_concurrency, hooks=hooks)
+        self._hold: Callable[[], Callable[[], None]] | None = getattr(state.clock, "hold", None)
         limiter = state.ports.rate_limiter
         # Startup refuses actors with limits when there is no limiter (require_rate_limiter).
         self.limits = (
@@ -266,7 +269,7 @@ class Dispatcher:
         self, active: ActiveJob, payload: Any, ctx: JobContext[Any] | None
     ) -> tuple[Outcome, bool] | None:
         job, ref = active.job, active.ref
-        coro, name = self._invoke(ref, payload, ctx), f"taskq-job-{job.id}"
+        coro, name = self._invoke(active, payload, ctx), f"taskq-job-{job.id}"
         if (
             _start_eagerly is not None
             and not active.forced
@@ -280,6 +283,10 @@ class Dispatcher:
         active.task = task
         if task.done():  # only an eager task can be
             return _outcome_of(active, task)
+        if self._hold is not None and not getattr(ref, "is_async", True):
+            # A fake clock (tests): its time must not race ahead while the actor's
+            # thread works, unseen by the loop.
+            task.add_done_callback(partial(_call, self._hold()))
         if active.forced:  # forced before the task existed
             task.cancel()
         if self.state.shutdown_event.is_set():
@@ -304,15 +311,32 @@ class Dispatcher:
             active.job, payload, worker_id=self.state.worker_id, cancel_event=active.cancel_event
         )
 
-    async def _invoke(self, ref: ActorLike, payload: Any, ctx: JobContext[Any] | None) -> Any:
+    async def _invoke(self, active: ActiveJob, payload: Any, ctx: JobContext[Any] | None) -> Any:
+        ref = active.ref
         try:
             if not getattr(ref, "dependencies", True):
                 # Nothing to resolve or tear down.
                 return await ref.run(payload, ctx, {}, executor=self._threads)
             async with self.scopes.actor_scope(ref) as deps:
-                return await ref.run(payload, ctx, deps, executor=self._threads)
+                return await self._run_actor(active, payload, ctx, deps)
         except (Exception, asyncio.CancelledError):
             raise  # an error of the job, or its cancellation
+        except BaseException as exc:
+            raise ActorBaseException(exc) from exc
+
+    async def _run_actor(
+        self,
+        active: ActiveJob,
+        payload: Any,
+        ctx: JobContext[Any] | None,
+        deps: Mapping[str, object],
+    ) -> Any:
+        """Run the actor; record how it ended before its TRANSIENT teardown runs (a
+        cancel during the teardown must not change the outcome)."""
+        try:
+            value = await active.ref.run(payload, ctx, deps, executor=self._threads)
+        except asyncio.CancelledError:
+            raise  # cancelled while running: no outcome of its own
         except BaseException as exc:
             # SystemExit (a library's sys.exit(), argparse's error()), KeyboardInterrupt
             # or another BaseException from the actor's code is an error of this job. Left
@@ -320,7 +344,13 @@ class Dispatcher:
             # would end with every job it holds, and the job do it again when reclaimed.
             # (SIGINT and SIGTERM reach the worker's shutdown, never a job, while
             # handle_signals is on, as in `taskq worker`.)
-            raise ActorBaseException(exc) from exc
+            error = exc if isinstance(exc, Exception) else ActorBaseException(exc)
+            active.actor_ended = (None, error, active.cancel_reason)
+            if error is exc:
+                raise
+            raise error from exc
+        active.actor_ended = (value, None, active.cancel_reason)
+        return value
 
     async def _conclude(
         self, active: ActiveJob, outcome: Outcome, interrupted: bool
@@ -461,6 +491,16 @@ class Dispatcher:
             task.cancel()
         await asyncio.gather(*self._retries, return_exceptions=True)
         self._threads.shutdown(wait=False, cancel_futures=True)
+        # Idle threads stop now, tearing down their THREAD-scope instances: wait for
+        # that, so the scopes' close sees it done (a thread still in a job is not waited).
+        idle = self._threads.idle_stopped()
+        if idle:
+            release = self._hold() if self._hold is not None else None
+            try:
+                await asyncio.gather(*(asyncio.wrap_future(f) for f in idle))
+            finally:
+                if release is not None:
+                    release()
 
     @staticmethod
     async def _settle(write: asyncio.Future[Written]) -> None:
@@ -535,7 +575,10 @@ def _outcome_of(active: ActiveJob, task: asyncio.Task[Any]) -> tuple[Outcome, bo
     (rescheduled without using an attempt).
     """
     reason = active.cancel_reason
-    if task.cancelled():
+    if active.actor_ended is not None:
+        # The actor had ended: a cancel during its teardown cannot change that.
+        value, exc, reason = active.actor_ended
+    elif task.cancelled():
         if reason is None:
             # Nobody asked: the actor's code raised CancelledError itself (a library that
             # leaks one). An error of the attempt, retried as its policy says, not a cancel.
@@ -543,7 +586,9 @@ def _outcome_of(active: ActiveJob, task: asyncio.Task[Any]) -> tuple[Outcome, bo
                 "CancelledError", "the actor raised CancelledError; no cancel was requested"
             ), False
         return CancelledByRequest(), False
-    exc = task.exception()
+    else:
+        exc = task.exception()
+        value = task.result() if exc is None else None
     if exc is None:
         if reason is not None and active.cancel_event.observed:
             # A cooperative early return: the actor saw the request and stopped.
@@ -552,7 +597,7 @@ def _outcome_of(active: ActiveJob, task: asyncio.Task[Any]) -> tuple[Outcome, bo
             return CancelledByRequest(), False
         try:
             # Finished without looking at the request: the work is done.
-            return Succeeded(active.ref.dump_result(task.result())), False
+            return Succeeded(active.ref.dump_result(value)), False
         except Exception as dump_error:
             # The same result will not serialise next time either.
             return Raised.from_exception(dump_error, retryable=False), False
@@ -573,6 +618,10 @@ class ActorBaseException(Exception):
     def __init__(self, original: BaseException) -> None:
         super().__init__(f"{type(original).__name__}: {original!r}")
         self.original = original
+
+
+def _call(release: Callable[[], None], _: object) -> None:
+    release()
 
 
 def _settle_once(settled: asyncio.Future[None], _: object) -> None:

@@ -30,6 +30,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from typing import Any
 
+from taskq.app.actors import registry_from
 from taskq.app.di import Dependencies
 from taskq.app.settings import WorkerSettings
 from taskq.app.worker import events, startup
@@ -81,7 +82,7 @@ class Worker:
     def __init__(
         self,
         settings: WorkerSettings,
-        registry: Mapping[str, ActorLike],
+        registry: Mapping[str, ActorLike] | Sequence[ActorLike],
         ports: WorkerPorts,
         *,
         dependencies: DependenciesLike | None = None,
@@ -98,7 +99,8 @@ class Worker:
         self.state = WorkerState(
             settings=settings,
             ports=ports,
-            registry=dict(registry),
+            # A list/tuple of ActorRef too, as run_worker; anything else gets registry_from's error.
+            registry=dict(registry) if isinstance(registry, Mapping) else registry_from(registry),
             worker_id=worker_id or new_worker_id(),
             rng=rng or random.Random(),
         )
@@ -121,6 +123,9 @@ class Worker:
         self._siblings: dict[str, asyncio.Task[None]] = {}
         self._run_task: asyncio.Task[Any] | None = None
         self._tripped: Trip | None = None
+        # The shutdown watchdog and loop-lag thread: they run until the scopes have closed.
+        self._watchdog: asyncio.Task[None] | None = None
+        self._lag: LoopLagMonitor | None = None
 
     def __repr__(self) -> str:
         return f"<Worker {self.state.worker_id} {self.orchestrator.phase.name}>"
@@ -150,12 +155,20 @@ class Worker:
             return self._refuse(exc)
         try:
             async with AsyncExitStack() as stack:
+                # The watchdog is stopped last: its deadline also bounds the scopes' close
+                # (a dependency teardown that never ends, e.g. a pool stuck closing).
+                stack.push_async_callback(self._stop_watchdog)
                 try:
                     scopes = await stack.enter_async_context(dependencies.open_worker_scopes())
                 except Exception as exc:
                     # A PROCESS or LOOP factory failed: the worker cannot start.
-                    self._refuse(exc, what="opening the actor dependency scopes failed: ")
+                    self._refuse(
+                        exc,
+                        what="opening the actor dependency scopes failed: ",
+                        then=_needed_by(exc, self.state.registry),
+                    )
                     return int(ExitCode.ERROR)
+                self._start_watchdog()
                 await self._run_group(scopes)
         except asyncio.CancelledError:
             if self._tripped is None:
@@ -180,8 +193,8 @@ class Worker:
         events.emit(events.WORKER_STOPPED, worker_id=self.worker_id, exit_code=code)
         return code
 
-    def _refuse(self, exc: Exception, *, what: str = "") -> int:
-        self.problem = f"{what}{exc}"
+    def _refuse(self, exc: Exception, *, what: str = "", then: str = "") -> int:
+        self.problem = f"{what}{exc}{then}"
         events.emit(events.WORKER_CONFIG_ERROR, logging.ERROR, error=self.problem)
         self.state.set_exit_code(ExitCode.ERROR)
         return int(ExitCode.ERROR)
@@ -203,7 +216,6 @@ class Worker:
             asyncio.create_task(marks.run(), name="taskq-start-marks"),
             asyncio.create_task(completer.run(), name="taskq-completions"),
         ]
-        watchdog, lag = self._start_watchdog()
         try:
             async with asyncio.TaskGroup() as group:
                 for name, body in self._sibling_bodies(dispatcher):
@@ -215,11 +227,6 @@ class Worker:
             helpers[0].cancel()  # marks only matter while jobs run
             await asyncio.gather(helpers[0], return_exceptions=True)
             await completer.close(helpers[1])
-            if lag is not None:
-                lag.stop()
-            if watchdog is not None:
-                watchdog.cancel()
-                await asyncio.gather(watchdog, return_exceptions=True)
 
     def _sibling_bodies(
         self, dispatcher: Dispatcher
@@ -282,10 +289,10 @@ class Worker:
 
     # -- watchdog ------------------------------------------------------------------------
 
-    def _start_watchdog(self) -> tuple[asyncio.Task[None] | None, LoopLagMonitor | None]:
+    def _start_watchdog(self) -> None:
         settings = self.settings.watchdog
         if not settings.enabled:
-            return None, None
+            return
         watchdog = ShutdownWatchdog(
             self.state,
             settings=settings,
@@ -293,12 +300,18 @@ class Worker:
             siblings=self.alive_siblings,
             on_trip=self._on_trip,
         )
-        task = asyncio.create_task(watchdog.run(), name="taskq-watchdog")
-        lag = None
+        self._watchdog = asyncio.create_task(watchdog.run(), name="taskq-watchdog")
         if self.loop_lag:
-            lag = LoopLagMonitor(asyncio.get_running_loop(), self.state, settings)
-            lag.start()
-        return task, lag
+            self._lag = LoopLagMonitor(asyncio.get_running_loop(), self.state, settings)
+            self._lag.start()
+
+    async def _stop_watchdog(self) -> None:
+        watchdog, lag = self._watchdog, self._lag
+        if lag is not None:
+            lag.stop()
+        if watchdog is not None:
+            watchdog.cancel()
+            await asyncio.gather(watchdog, return_exceptions=True)
 
     def _on_trip(self, trip: Trip) -> None:
         if self.hard_trip:
@@ -308,6 +321,18 @@ class Worker:
         self._tripped = trip
         if self._run_task is not None:
             self._run_task.cancel()
+
+
+def _needed_by(exc: Exception, registry: Mapping[str, ActorLike]) -> str:
+    """Which actors' parameters need the dependency a ``DependencyError`` names."""
+    spec = getattr(exc, "spec", None)
+    users = [
+        f"actor {ref.name!r}, parameter {name!r}"
+        for ref in registry.values()
+        for name, wanted in getattr(ref, "dependencies", {}).items()
+        if spec is not None and wanted == spec
+    ]
+    return f" (needed by {'; '.join(users)})" if users else ""
 
 
 def _no_dependencies() -> DependenciesLike:

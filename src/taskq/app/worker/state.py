@@ -74,6 +74,9 @@ class ActiveJob:
     stop_waiting: bool = False
     #: Done when the task is done or the worker stops waiting for it.
     settled: asyncio.Future[None] | None = None
+    #: How the actor function itself ended, ``(value, error, cancel_reason then)``, set
+    #: before its TRANSIENT teardown: the outcome, whatever happens to the task after.
+    actor_ended: tuple[Any, BaseException | None, CancelReason | None] | None = None
 
     def __repr__(self) -> str:
         return (
