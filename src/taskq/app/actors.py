@@ -35,8 +35,9 @@ from typing import Any, Concatenate, Generic, Protocol, TypeVar, cast, overload
 
 import pydantic_core
 from pydantic import BaseModel, TypeAdapter, ValidationError
-from pydantic_core import PydanticSerializationError
+from pydantic_core import PydanticSerializationError, SchemaSerializer
 
+from taskq.app.actor_json import dump_problem, find_secret, json_serializer
 from taskq.app.actor_limits import check_actor_limits
 from taskq.app.actor_signature import ActorSignature, describe, inspect_actor
 from taskq.app.context import JobContext
@@ -100,6 +101,20 @@ def _validated_as_given(payload: object, dumped: dict[str, JSON]) -> bool:
     return type(payload) is dict and dumped == payload
 
 
+def _refuse_secrets(where: str, **schemas: object) -> None:
+    """``ConfigurationError`` for a pydantic secret in the payload or result type: pydantic
+    writes it to JSON as asterisks, so the job would keep and deliver those, not the secret."""
+    for what, schema in schemas.items():
+        path = find_secret(schema)
+        if path is not None:
+            raise ConfigurationError(
+                f"{where}: the {what} holds a pydantic secret at {path!r}, which JSON keeps "
+                "only as '**********': pass a reference to the secret (its name in your vault or "
+                "settings) and read it in the actor, or declare the field str to store it "
+                "in clear in the jobs table"
+            )
+
+
 def _check_aware(value: object, what: str) -> datetime | None:
     if value is None:
         return None
@@ -142,6 +157,7 @@ class ActorRef(Generic[P, R]):
     fn: Callable[..., Any]
     _signature: ActorSignature
     _result_adapter: TypeAdapter[Any]
+    _result_serializer: SchemaSerializer
     #: Declared to return nothing: a ``None`` result needs no adapter.
     _returns_none: bool
     __wrapped__: Callable[..., Any]
@@ -176,6 +192,17 @@ class ActorRef(Generic[P, R]):
             frozen_metadata = json_copy(dict(metadata or {}), "metadata")
         except (ValueError, TypeError) as exc:
             raise ConfigurationError(f"{where}: {exc}") from exc
+        result_adapter = TypeAdapter(
+            signature.result_type if signature.result_type is not None else type(None)
+        )
+        payload_type = signature.payload_type
+        _refuse_secrets(
+            where,
+            payload=payload_type.__pydantic_core_schema__
+            if payload_type.__pydantic_complete__
+            else None,
+            result=result_adapter.core_schema,
+        )
         limits = check_actor_limits(
             rate_limits, reservations, payload_type=signature.payload_type, where=where
         )
@@ -197,9 +224,8 @@ class ActorRef(Generic[P, R]):
             "dependencies": MappingProxyType(dict(signature.dependencies)),
             "fn": fn,
             "_signature": signature,
-            "_result_adapter": TypeAdapter(
-                signature.result_type if signature.result_type is not None else type(None)
-            ),
+            "_result_adapter": result_adapter,
+            "_result_serializer": json_serializer(result_adapter.core_schema),
             "_returns_none": signature.result_type in (None, type(None)),
             # functools.update_wrapper would go through the frozen __setattr__.
             "__wrapped__": fn,
@@ -210,6 +236,11 @@ class ActorRef(Generic[P, R]):
         }
         for key, value in values.items():
             object.__setattr__(self, key, value)
+
+    @functools.cached_property
+    def _payload_serializer(self) -> SchemaSerializer:
+        # Built on first use: the payload model may be completed after the decorator ran.
+        return json_serializer(self.payload_type.__pydantic_core_schema__)
 
     # -- identity ---------------------------------------------------------------------
 
@@ -236,13 +267,23 @@ class ActorRef(Generic[P, R]):
     # -- payloads ---------------------------------------------------------------------
 
     def validate_payload(self, raw: Mapping[str, Any] | BaseModel) -> P:
-        """The payload model for ``raw`` (a stored JSON object, a dict, or a model).
+        """The payload model for ``raw`` (a dict or a model, keyed as the model is built).
 
         Raises :class:`PayloadValidationError` with pydantic's message.
         """
+        return self._validate_payload(raw, stored=False)
+
+    def load_payload(self, raw: Mapping[str, Any]) -> P:
+        """The payload model for stored JSON ``raw`` (keyed by field name, as dumped)."""
+        return self._validate_payload(raw, stored=True)
+
+    def _validate_payload(self, raw: object, *, stored: bool) -> P:
         try:
             # pydantic-core directly: what model_validate wraps, with its defaults.
-            model: P = self.payload_type.__pydantic_validator__.validate_python(raw)
+            # Stored JSON is keyed by field name, as it is dumped.
+            model: P = self.payload_type.__pydantic_validator__.validate_python(
+                raw, by_alias=False if stored else None, by_name=True if stored else None
+            )
         except ValidationError as exc:
             raise PayloadValidationError(
                 f"actor {self.name!r}: payload does not validate against "
@@ -253,34 +294,39 @@ class ActorRef(Generic[P, R]):
     def dump_payload(self, payload: P | Mapping[str, Any]) -> dict[str, JSON]:
         """The JSON object stored for ``payload`` (a model instance or a dict that validates).
 
-        The dump is validated again, as the worker will read it, so a payload
-        the worker would refuse is refused here, before anything is written
-        (unless the payload is a dict equal to its dump: that validated already).
+        Dumped through the actor's payload type, by field name. The dump is
+        validated again, as the worker will read it, so a payload the worker
+        would refuse is refused here, before anything is written (unless the
+        payload is a dict equal to its dump: that validated already).
         """
-        # pydantic-core directly (what model_validate / model_dump wrap, with their
-        # defaults): half the cost. Any failure is redone below for its message.
+        # pydantic-core directly (what model_validate / model_dump wrap): half the
+        # cost. Any failure is redone below for its message.
         validate = self.payload_type.__pydantic_validator__.validate_python
         try:
-            model = validate(payload)
-            dumped: dict[str, JSON] = type(model).__pydantic_serializer__.to_python(
-                model, mode="json"
+            dumped: dict[str, JSON] = self._payload_serializer.to_python(
+                validate(payload), mode="json", by_alias=False
             )
             if not _validated_as_given(payload, dumped):
-                validate(dumped)
-        except (ValidationError, PydanticSerializationError):
+                validate(dumped, by_alias=False, by_name=True)
+        except ValueError:  # ValidationError, PydanticSerializationError, bad bytes, depth
             return self._dump_payload_checked(payload)
         return dumped
 
     def _dump_payload_checked(self, payload: P | Mapping[str, Any]) -> dict[str, JSON]:
-        """:meth:`dump_payload` through pydantic's public calls, raising the named errors."""
+        """:meth:`dump_payload` again, raising the named errors."""
         model = self.validate_payload(payload)
         try:
-            dumped = model.model_dump(mode="json")
-        except PydanticSerializationError as exc:
+            dumped: dict[str, JSON] = self._payload_serializer.to_python(
+                model, mode="json", by_alias=False
+            )
+        except ValueError as exc:
+            problem = dump_problem(
+                exc, lambda: self._payload_serializer.to_python(model, by_alias=False)
+            )
             raise PayloadValidationError(
-                f"actor {self.name!r}: payload cannot be dumped to JSON: {exc}"
+                f"actor {self.name!r}: payload cannot be dumped to JSON: {problem}"
             ) from exc
-        self.validate_payload(dumped)
+        self.load_payload(dumped)
         return dumped
 
     def dump_payloads(self, payloads: Sequence[P | Mapping[str, Any]]) -> list[dict[str, JSON]]:
@@ -291,18 +337,17 @@ class ActorRef(Generic[P, R]):
         payload that fails is dumped again by :meth:`dump_payload` for its
         error, ``PayloadValidationError`` prefixed with ``payload #<index>``.
         """
-        model_type = self.payload_type
-        validate = model_type.__pydantic_validator__.validate_python
-        to_python = model_type.__pydantic_serializer__.to_python
+        validate = self.payload_type.__pydantic_validator__.validate_python
+        to_python = self._payload_serializer.to_python
         dumped: list[dict[str, JSON]] = []
         append = dumped.append
         try:
             for payload in payloads:
-                value = to_python(validate(payload), mode="json")
+                value = to_python(validate(payload), mode="json", by_alias=False)
                 if not _validated_as_given(payload, value):
-                    validate(value)  # as the worker will read it
+                    validate(value, by_alias=False, by_name=True)  # as the worker will read it
                 append(value)
-        except (ValidationError, PydanticSerializationError):
+        except ValueError:  # as in dump_payload
             pass
         else:
             return dumped
@@ -383,18 +428,21 @@ class ActorRef(Generic[P, R]):
         ``ValueError`` if no store can keep it (NaN or infinity, a NUL character)."""
         if result is None and self._returns_none:
             return None  # the usual result: nothing to validate or dump
+        what = f"the result of actor {self.name!r}"
         try:
             value = self._result_adapter.validate_python(result)
-            dumped: JSON = self._result_adapter.dump_python(value, mode="json")
+            dumped: JSON = self._result_serializer.to_python(value, mode="json", by_alias=False)
         except (ValidationError, PydanticSerializationError) as exc:
             raise TypeError(
                 f"actor {self.name!r} returned a {type(result).__name__} that is not a valid "
                 f"{self._result_label}: {exc}"
             ) from exc
+        except ValueError as exc:  # bytes that are not UTF-8, too deep
+            problem = dump_problem(exc, lambda: self._result_serializer.to_python(value), "result")
+            raise ValueError(f"{what} cannot be stored: {problem}") from exc
         if dumped is not None:
             # Refused here, where it fails the job for good with a reason, not at the write
             # (which would also hold back the other jobs of its batch).
-            what = f"the result of actor {self.name!r}"
             text = pydantic_core.to_json(dumped, inf_nan_mode="constants").decode()
             if "NaN" in text or "Infinity" in text:  # or only inside a string: look
                 where = find_unstorable(dumped, "result")
@@ -406,7 +454,7 @@ class ActorRef(Generic[P, R]):
     def load_result(self, raw: JSON) -> R:
         """The typed result for stored JSON ``raw``; ``ValueError`` if it does not validate."""
         try:
-            return cast(R, self._result_adapter.validate_python(raw))
+            return cast(R, self._result_adapter.validate_python(raw, by_alias=False, by_name=True))
         except ValidationError as exc:
             raise ValueError(
                 f"actor {self.name!r}: stored result is not a valid {self._result_label}: {exc}"
