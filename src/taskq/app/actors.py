@@ -27,7 +27,7 @@ import inspect
 import math
 import sys
 import traceback
-from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor
 from datetime import datetime, timedelta
 from types import MappingProxyType
@@ -113,6 +113,37 @@ def _refuse_secrets(where: str, **schemas: object) -> None:
                 "settings) and read it in the actor, or declare the field str to store it "
                 "in clear in the jobs table"
             )
+
+
+def _tags(tags: object) -> tuple[str, ...]:
+    """``tags`` as a tuple, read once (a generator can be read only once)."""
+    if isinstance(tags, str) or not isinstance(tags, Iterable):
+        raise TypeError(f"tags must be an iterable of strings, got {tags!r}")
+    materialized = tuple(tags)
+    if not all(isinstance(t, str) for t in materialized):
+        raise TypeError(f"tags must be an iterable of strings, got {materialized!r}")
+    return materialized
+
+
+def _check_texts(**options: object) -> None:
+    for what, value in options.items():
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"{what} must be a str or None, got {type(value).__name__} {value!r}")
+
+
+def _refuse_unrunnable(
+    scheduled_at: datetime, deadline: datetime, schedule_to_close: datetime | None
+) -> None:
+    """A job whose deadline is not after its scheduled time could never start."""
+    source = (
+        "schedule_to_close"
+        if deadline == schedule_to_close
+        else "the deadline set by the actor's retry time_budget"
+    )
+    raise ValueError(
+        f"{source} ({deadline.isoformat()}) is not after scheduled_at "
+        f"({scheduled_at.isoformat()}): the job could never start"
+    )
 
 
 def _check_aware(value: object, what: str) -> datetime | None:
@@ -490,7 +521,7 @@ class ActorRef(Generic[P, R]):
         fairness_key: str | None = None,
         idempotency_key: str | None = None,
         metadata: Mapping[str, JSON] | None = None,
-        tags: Sequence[str] = (),
+        tags: Iterable[str] = (),
         trace_id: str | None = None,
         span_id: str | None = None,
         now: datetime,
@@ -507,8 +538,21 @@ class ActorRef(Generic[P, R]):
             isinstance(priority, bool) or not isinstance(priority, int)
         ):
             raise TypeError(f"priority must be an int, got {priority!r}")
-        if tags != () and (isinstance(tags, str) or not all(isinstance(t, str) for t in tags)):
-            raise TypeError(f"tags must be a sequence of strings, got {tags!r}")
+        tag_tuple = () if tags == () else _tags(tags)
+        if (
+            identity_key is not None
+            or fairness_key is not None
+            or idempotency_key is not None
+            or trace_id is not None
+            or span_id is not None
+        ):
+            _check_texts(
+                identity_key=identity_key,
+                fairness_key=fairness_key,
+                idempotency_key=idempotency_key,
+                trace_id=trace_id,
+                span_id=span_id,
+            )
         if queue is not None and (not isinstance(queue, str) or not queue):
             raise ValueError(f"queue must be a non-empty string, got {queue!r}")
         _check_aware(now, "now")
@@ -518,6 +562,8 @@ class ActorRef(Generic[P, R]):
         deadline = deadline_at_enqueue(retry, enqueued_at=now, schedule_to_close=schedule_to_close)
         if scheduled_at is not None:
             _check_aware(scheduled_at, "scheduled_at")
+            if deadline is not None and deadline <= scheduled_at:
+                _refuse_unrunnable(scheduled_at, deadline, schedule_to_close)
         return build_new_job(
             actor=self.name,
             queue=queue if queue is not None else self.queue,
@@ -531,7 +577,7 @@ class ActorRef(Generic[P, R]):
             idempotency_key=idempotency_key,
             # A fresh dict either way: stores may keep it.
             metadata=json_copy(dict(metadata), "metadata") if metadata else {},
-            tags=() if tags == () else tuple(tags),
+            tags=tag_tuple,
             trace_id=trace_id,
             span_id=span_id,
             max_pending=self.max_pending,
