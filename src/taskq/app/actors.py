@@ -48,7 +48,13 @@ from taskq.domain.errors import ConfigurationError, PayloadValidationError, Regi
 from taskq.domain.job import DEFAULT_QUEUE, JSON, NewJob, build_new_job
 from taskq.domain.limits import ConcurrencyLimit, RateLimit
 from taskq.domain.retry import RetryPolicy, deadline_at_enqueue
-from taskq.domain.storable import MAX_NAME_LENGTH, check_json_text
+from taskq.domain.storable import (
+    INT32_MAX,
+    MAX_NAME_LENGTH,
+    MAX_RESULT_TTL,
+    check_json_text,
+    text_problem,
+)
 
 P = TypeVar("P", bound=BaseModel)
 R = TypeVar("R")
@@ -84,14 +90,20 @@ def _check_name(value: object, what: str, where: str) -> str:
             f"{where}: {what} is {len(value):,} characters; at most {MAX_NAME_LENGTH} fit a "
             f"store's index, got {value[:40]!r}…"
         )
+    problem = text_problem(value)
+    if problem is not None:
+        raise ConfigurationError(f"{where}: {what} {problem}, which no store can keep: {value!r}")
     return value
 
 
 def _check_positive(value: object, what: str, where: str) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigurationError(f"{where}: {what} must be an int >= 1 or None, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= INT32_MAX:
+        raise ConfigurationError(
+            f"{where}: {what} must be an int in [1, {INT32_MAX}] (what a store's integer "
+            f"column holds) or None, got {value!r}"
+        )
     return value
 
 
@@ -219,10 +231,19 @@ class ActorRef(Generic[P, R]):
             raise ConfigurationError(
                 f"{where}: result_ttl must be a positive timedelta or None, got {result_ttl!r}"
             )
+        if result_ttl is not None and result_ttl > MAX_RESULT_TTL:
+            raise ConfigurationError(
+                f"{where}: result_ttl is at most {MAX_RESULT_TTL.days:,} days (about 1,000 "
+                f"years, so its expiry stays a time every store holds), got {result_ttl!r}; "
+                "result_ttl=None keeps a result until its job is pruned"
+            )
         try:
             frozen_metadata = json_copy(dict(metadata or {}), "metadata")
         except (ValueError, TypeError) as exc:
             raise ConfigurationError(f"{where}: {exc}") from exc
+        unstorable = find_unstorable(frozen_metadata, "metadata")
+        if unstorable is not None:
+            raise ConfigurationError(f"{where}: {unstorable}, which no store can keep")
         result_adapter = TypeAdapter(
             signature.result_type if signature.result_type is not None else type(None)
         )
