@@ -299,3 +299,29 @@ async def test_finish_many_keeps_each_writes_own_fields(harness: Harness) -> Non
     assert [(a.outcome, a.error_class) for a in await store.attempts(ok.id)] == [
         ("succeeded", None)
     ]
+
+
+async def test_finish_many_refuses_a_result_expiry_past_what_a_store_keeps_and_writes_none(
+    harness: Harness,
+) -> None:
+    """A result_ttl whose expiry no store can hold (timedelta.max) refuses the whole batch
+    with ValueError before anything is written, as a result JSON cannot hold does: every
+    job of it is still running, its lease held."""
+    store = harness.store
+    claimed = [await enqueue_and_claim(store, new_job(payload={"i": i})) for i in range(3)]
+    ttls = [None, timedelta.max, None]
+    with pytest.raises(ValueError, match=r"out of range|past the latest time"):
+        await store.finish_many(
+            [
+                Finish(lease=c.lease, status=JobStatus.SUCCEEDED, result_ttl=t, now=at(5))
+                for c, t in zip(claimed, ttls, strict=True)
+            ]
+        )
+    for c in claimed:
+        got = await get(store, c.id)
+        assert (got.status, got.result_expires_at, got.fencing_token) == (
+            JobStatus.RUNNING,
+            None,
+            c.fencing_token,
+        )
+        assert await store.attempts(c.id) == []

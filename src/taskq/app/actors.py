@@ -27,7 +27,7 @@ import inspect
 import math
 import sys
 import traceback
-from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor
 from datetime import datetime, timedelta
 from types import MappingProxyType
@@ -35,8 +35,9 @@ from typing import Any, Concatenate, Generic, Protocol, TypeVar, cast, overload
 
 import pydantic_core
 from pydantic import BaseModel, TypeAdapter, ValidationError
-from pydantic_core import PydanticSerializationError
+from pydantic_core import PydanticSerializationError, SchemaSerializer
 
+from taskq.app.actor_json import dump_problem, find_secret, json_serializer
 from taskq.app.actor_limits import check_actor_limits
 from taskq.app.actor_signature import ActorSignature, describe, inspect_actor
 from taskq.app.context import JobContext
@@ -47,7 +48,13 @@ from taskq.domain.errors import ConfigurationError, PayloadValidationError, Regi
 from taskq.domain.job import DEFAULT_QUEUE, JSON, NewJob, build_new_job
 from taskq.domain.limits import ConcurrencyLimit, RateLimit
 from taskq.domain.retry import RetryPolicy, deadline_at_enqueue
-from taskq.domain.storable import MAX_NAME_LENGTH, check_json_text
+from taskq.domain.storable import (
+    INT32_MAX,
+    MAX_NAME_LENGTH,
+    MAX_RESULT_TTL,
+    check_json_text,
+    text_problem,
+)
 
 P = TypeVar("P", bound=BaseModel)
 R = TypeVar("R")
@@ -83,14 +90,20 @@ def _check_name(value: object, what: str, where: str) -> str:
             f"{where}: {what} is {len(value):,} characters; at most {MAX_NAME_LENGTH} fit a "
             f"store's index, got {value[:40]!r}…"
         )
+    problem = text_problem(value)
+    if problem is not None:
+        raise ConfigurationError(f"{where}: {what} {problem}, which no store can keep: {value!r}")
     return value
 
 
 def _check_positive(value: object, what: str, where: str) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigurationError(f"{where}: {what} must be an int >= 1 or None, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= INT32_MAX:
+        raise ConfigurationError(
+            f"{where}: {what} must be an int in [1, {INT32_MAX}] (what a store's integer "
+            f"column holds) or None, got {value!r}"
+        )
     return value
 
 
@@ -98,6 +111,51 @@ def _validated_as_given(payload: object, dumped: dict[str, JSON]) -> bool:
     """True when ``dumped``, the JSON dump of ``payload``, needs no validation of its own:
     it is a plain dict equal to it, and so validates as it just did."""
     return type(payload) is dict and dumped == payload
+
+
+def _refuse_secrets(where: str, **schemas: object) -> None:
+    """``ConfigurationError`` for a pydantic secret in the payload or result type: pydantic
+    writes it to JSON as asterisks, so the job would keep and deliver those, not the secret."""
+    for what, schema in schemas.items():
+        path = find_secret(schema)
+        if path is not None:
+            raise ConfigurationError(
+                f"{where}: the {what} holds a pydantic secret at {path!r}, which JSON keeps "
+                "only as '**********': pass a reference to the secret (its name in your vault or "
+                "settings) and read it in the actor, or declare the field str to store it "
+                "in clear in the jobs table"
+            )
+
+
+def _tags(tags: object) -> tuple[str, ...]:
+    """``tags`` as a tuple, read once (a generator can be read only once)."""
+    if isinstance(tags, str) or not isinstance(tags, Iterable):
+        raise TypeError(f"tags must be an iterable of strings, got {tags!r}")
+    materialized = tuple(tags)
+    if not all(isinstance(t, str) for t in materialized):
+        raise TypeError(f"tags must be an iterable of strings, got {materialized!r}")
+    return materialized
+
+
+def _check_texts(**options: object) -> None:
+    for what, value in options.items():
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"{what} must be a str or None, got {type(value).__name__} {value!r}")
+
+
+def _refuse_unrunnable(
+    scheduled_at: datetime, deadline: datetime, schedule_to_close: datetime | None
+) -> None:
+    """A job whose deadline is not after its scheduled time could never start."""
+    source = (
+        "schedule_to_close"
+        if deadline == schedule_to_close
+        else "the deadline set by the actor's retry time_budget"
+    )
+    raise ValueError(
+        f"{source} ({deadline.isoformat()}) is not after scheduled_at "
+        f"({scheduled_at.isoformat()}): the job could never start"
+    )
 
 
 def _check_aware(value: object, what: str) -> datetime | None:
@@ -142,6 +200,7 @@ class ActorRef(Generic[P, R]):
     fn: Callable[..., Any]
     _signature: ActorSignature
     _result_adapter: TypeAdapter[Any]
+    _result_serializer: SchemaSerializer
     #: Declared to return nothing: a ``None`` result needs no adapter.
     _returns_none: bool
     __wrapped__: Callable[..., Any]
@@ -172,6 +231,12 @@ class ActorRef(Generic[P, R]):
             raise ConfigurationError(
                 f"{where}: result_ttl must be a positive timedelta or None, got {result_ttl!r}"
             )
+        if result_ttl is not None and result_ttl > MAX_RESULT_TTL:
+            raise ConfigurationError(
+                f"{where}: result_ttl is at most {MAX_RESULT_TTL.days:,} days (about 1,000 "
+                f"years, so its expiry stays a time every store holds), got {result_ttl!r}; "
+                "result_ttl=None keeps a result until its job is pruned"
+            )
         if metadata is not None and not isinstance(metadata, Mapping):
             raise ConfigurationError(
                 f"{where}: metadata must be a mapping of str to JSON values, got {metadata!r}"
@@ -180,6 +245,20 @@ class ActorRef(Generic[P, R]):
             frozen_metadata = json_copy(dict(metadata or {}), "metadata")
         except (ValueError, TypeError) as exc:
             raise ConfigurationError(f"{where}: {exc}") from exc
+        unstorable = find_unstorable(frozen_metadata, "metadata")
+        if unstorable is not None:
+            raise ConfigurationError(f"{where}: {unstorable}, which no store can keep")
+        result_adapter = TypeAdapter(
+            signature.result_type if signature.result_type is not None else type(None)
+        )
+        payload_type = signature.payload_type
+        _refuse_secrets(
+            where,
+            payload=payload_type.__pydantic_core_schema__
+            if payload_type.__pydantic_complete__
+            else None,
+            result=result_adapter.core_schema,
+        )
         limits = check_actor_limits(
             rate_limits, reservations, payload_type=signature.payload_type, where=where
         )
@@ -201,9 +280,8 @@ class ActorRef(Generic[P, R]):
             "dependencies": MappingProxyType(dict(signature.dependencies)),
             "fn": fn,
             "_signature": signature,
-            "_result_adapter": TypeAdapter(
-                signature.result_type if signature.result_type is not None else type(None)
-            ),
+            "_result_adapter": result_adapter,
+            "_result_serializer": json_serializer(result_adapter.core_schema),
             "_returns_none": signature.result_type in (None, type(None)),
             # functools.update_wrapper would go through the frozen __setattr__.
             "__wrapped__": fn,
@@ -214,6 +292,11 @@ class ActorRef(Generic[P, R]):
         }
         for key, value in values.items():
             object.__setattr__(self, key, value)
+
+    @functools.cached_property
+    def _payload_serializer(self) -> SchemaSerializer:
+        # Built on first use: the payload model may be completed after the decorator ran.
+        return json_serializer(self.payload_type.__pydantic_core_schema__)
 
     # -- identity ---------------------------------------------------------------------
 
@@ -240,13 +323,23 @@ class ActorRef(Generic[P, R]):
     # -- payloads ---------------------------------------------------------------------
 
     def validate_payload(self, raw: Mapping[str, Any] | BaseModel) -> P:
-        """The payload model for ``raw`` (a stored JSON object, a dict, or a model).
+        """The payload model for ``raw`` (a dict or a model, keyed as the model is built).
 
         Raises :class:`PayloadValidationError` with pydantic's message.
         """
+        return self._validate_payload(raw, stored=False)
+
+    def load_payload(self, raw: Mapping[str, Any]) -> P:
+        """The payload model for stored JSON ``raw`` (keyed by field name, as dumped)."""
+        return self._validate_payload(raw, stored=True)
+
+    def _validate_payload(self, raw: object, *, stored: bool) -> P:
         try:
             # pydantic-core directly: what model_validate wraps, with its defaults.
-            model: P = self.payload_type.__pydantic_validator__.validate_python(raw)
+            # Stored JSON is keyed by field name, as it is dumped.
+            model: P = self.payload_type.__pydantic_validator__.validate_python(
+                raw, by_alias=False if stored else None, by_name=True if stored else None
+            )
         except ValidationError as exc:
             raise PayloadValidationError(
                 f"actor {self.name!r}: payload does not validate against "
@@ -257,34 +350,39 @@ class ActorRef(Generic[P, R]):
     def dump_payload(self, payload: P | Mapping[str, Any]) -> dict[str, JSON]:
         """The JSON object stored for ``payload`` (a model instance or a dict that validates).
 
-        The dump is validated again, as the worker will read it, so a payload
-        the worker would refuse is refused here, before anything is written
-        (unless the payload is a dict equal to its dump: that validated already).
+        Dumped through the actor's payload type, by field name. The dump is
+        validated again, as the worker will read it, so a payload the worker
+        would refuse is refused here, before anything is written (unless the
+        payload is a dict equal to its dump: that validated already).
         """
-        # pydantic-core directly (what model_validate / model_dump wrap, with their
-        # defaults): half the cost. Any failure is redone below for its message.
+        # pydantic-core directly (what model_validate / model_dump wrap): half the
+        # cost. Any failure is redone below for its message.
         validate = self.payload_type.__pydantic_validator__.validate_python
         try:
-            model = validate(payload)
-            dumped: dict[str, JSON] = type(model).__pydantic_serializer__.to_python(
-                model, mode="json"
+            dumped: dict[str, JSON] = self._payload_serializer.to_python(
+                validate(payload), mode="json", by_alias=False
             )
             if not _validated_as_given(payload, dumped):
-                validate(dumped)
-        except (ValidationError, PydanticSerializationError):
+                validate(dumped, by_alias=False, by_name=True)
+        except ValueError:  # ValidationError, PydanticSerializationError, bad bytes, depth
             return self._dump_payload_checked(payload)
         return dumped
 
     def _dump_payload_checked(self, payload: P | Mapping[str, Any]) -> dict[str, JSON]:
-        """:meth:`dump_payload` through pydantic's public calls, raising the named errors."""
+        """:meth:`dump_payload` again, raising the named errors."""
         model = self.validate_payload(payload)
         try:
-            dumped = model.model_dump(mode="json")
-        except PydanticSerializationError as exc:
+            dumped: dict[str, JSON] = self._payload_serializer.to_python(
+                model, mode="json", by_alias=False
+            )
+        except ValueError as exc:
+            problem = dump_problem(
+                exc, lambda: self._payload_serializer.to_python(model, by_alias=False)
+            )
             raise PayloadValidationError(
-                f"actor {self.name!r}: payload cannot be dumped to JSON: {exc}"
+                f"actor {self.name!r}: payload cannot be dumped to JSON: {problem}"
             ) from exc
-        self.validate_payload(dumped)
+        self.load_payload(dumped)
         return dumped
 
     def dump_payloads(self, payloads: Sequence[P | Mapping[str, Any]]) -> list[dict[str, JSON]]:
@@ -295,18 +393,17 @@ class ActorRef(Generic[P, R]):
         payload that fails is dumped again by :meth:`dump_payload` for its
         error, ``PayloadValidationError`` prefixed with ``payload #<index>``.
         """
-        model_type = self.payload_type
-        validate = model_type.__pydantic_validator__.validate_python
-        to_python = model_type.__pydantic_serializer__.to_python
+        validate = self.payload_type.__pydantic_validator__.validate_python
+        to_python = self._payload_serializer.to_python
         dumped: list[dict[str, JSON]] = []
         append = dumped.append
         try:
             for payload in payloads:
-                value = to_python(validate(payload), mode="json")
+                value = to_python(validate(payload), mode="json", by_alias=False)
                 if not _validated_as_given(payload, value):
-                    validate(value)  # as the worker will read it
+                    validate(value, by_alias=False, by_name=True)  # as the worker will read it
                 append(value)
-        except (ValidationError, PydanticSerializationError):
+        except ValueError:  # as in dump_payload
             pass
         else:
             return dumped
@@ -387,18 +484,21 @@ class ActorRef(Generic[P, R]):
         ``ValueError`` if no store can keep it (NaN or infinity, a NUL character)."""
         if result is None and self._returns_none:
             return None  # the usual result: nothing to validate or dump
+        what = f"the result of actor {self.name!r}"
         try:
             value = self._result_adapter.validate_python(result)
-            dumped: JSON = self._result_adapter.dump_python(value, mode="json")
+            dumped: JSON = self._result_serializer.to_python(value, mode="json", by_alias=False)
         except (ValidationError, PydanticSerializationError) as exc:
             raise TypeError(
                 f"actor {self.name!r} returned a {type(result).__name__} that is not a valid "
                 f"{self._result_label}: {exc}"
             ) from exc
+        except ValueError as exc:  # bytes that are not UTF-8, too deep
+            problem = dump_problem(exc, lambda: self._result_serializer.to_python(value), "result")
+            raise ValueError(f"{what} cannot be stored: {problem}") from exc
         if dumped is not None:
             # Refused here, where it fails the job for good with a reason, not at the write
             # (which would also hold back the other jobs of its batch).
-            what = f"the result of actor {self.name!r}"
             text = pydantic_core.to_json(dumped, inf_nan_mode="constants").decode()
             if "NaN" in text or "Infinity" in text:  # or only inside a string: look
                 where = find_unstorable(dumped, "result")
@@ -410,7 +510,7 @@ class ActorRef(Generic[P, R]):
     def load_result(self, raw: JSON) -> R:
         """The typed result for stored JSON ``raw``; ``ValueError`` if it does not validate."""
         try:
-            return cast(R, self._result_adapter.validate_python(raw))
+            return cast(R, self._result_adapter.validate_python(raw, by_alias=False, by_name=True))
         except ValidationError as exc:
             raise ValueError(
                 f"actor {self.name!r}: stored result is not a valid {self._result_label}: {exc}"
@@ -446,7 +546,7 @@ class ActorRef(Generic[P, R]):
         fairness_key: str | None = None,
         idempotency_key: str | None = None,
         metadata: Mapping[str, JSON] | None = None,
-        tags: Sequence[str] = (),
+        tags: Iterable[str] = (),
         trace_id: str | None = None,
         span_id: str | None = None,
         now: datetime,
@@ -463,8 +563,21 @@ class ActorRef(Generic[P, R]):
             isinstance(priority, bool) or not isinstance(priority, int)
         ):
             raise TypeError(f"priority must be an int, got {priority!r}")
-        if tags != () and (isinstance(tags, str) or not all(isinstance(t, str) for t in tags)):
-            raise TypeError(f"tags must be a sequence of strings, got {tags!r}")
+        tag_tuple = () if tags == () else _tags(tags)
+        if (
+            identity_key is not None
+            or fairness_key is not None
+            or idempotency_key is not None
+            or trace_id is not None
+            or span_id is not None
+        ):
+            _check_texts(
+                identity_key=identity_key,
+                fairness_key=fairness_key,
+                idempotency_key=idempotency_key,
+                trace_id=trace_id,
+                span_id=span_id,
+            )
         if queue is not None and (not isinstance(queue, str) or not queue):
             raise ValueError(f"queue must be a non-empty string, got {queue!r}")
         _check_aware(now, "now")
@@ -474,6 +587,8 @@ class ActorRef(Generic[P, R]):
         deadline = deadline_at_enqueue(retry, enqueued_at=now, schedule_to_close=schedule_to_close)
         if scheduled_at is not None:
             _check_aware(scheduled_at, "scheduled_at")
+            if deadline is not None and deadline <= scheduled_at:
+                _refuse_unrunnable(scheduled_at, deadline, schedule_to_close)
         return build_new_job(
             actor=self.name,
             queue=queue if queue is not None else self.queue,
@@ -487,7 +602,7 @@ class ActorRef(Generic[P, R]):
             idempotency_key=idempotency_key,
             # A fresh dict either way: stores may keep it.
             metadata=json_copy(dict(metadata), "metadata") if metadata else {},
-            tags=() if tags == () else tuple(tags),
+            tags=tag_tuple,
             trace_id=trace_id,
             span_id=span_id,
             max_pending=self.max_pending,

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Protocol, Self, TypeVar, cast
@@ -215,7 +215,7 @@ class JobsClient:
         fairness_key: str | None = None,
         idempotency_key: str | None = None,
         metadata: Mapping[str, JSON] | None = None,
-        tags: Sequence[str] = (),
+        tags: Iterable[str] = (),
         trace_id: str | None = None,
         span_id: str | None = None,
         connection: Any = None,
@@ -264,7 +264,7 @@ class JobsClient:
         fairness_key: str | None = None,
         idempotency_key: str | None = None,
         metadata: Mapping[str, JSON] | None = None,
-        tags: Sequence[str] = (),
+        tags: Iterable[str] = (),
         trace_id: str | None = None,
         span_id: str | None = None,
         connection: Any = None,

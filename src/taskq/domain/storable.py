@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from datetime import timedelta
 from typing import Final
 
 from taskq.domain.actor_config import ActorConfig
@@ -30,6 +31,10 @@ NUL: Final = "\x00"
 #: character, a name and a key in one entry (jobs_identity_key_uidx, jobs_cohort_idx).
 MAX_NAME_LENGTH: Final = 200
 MAX_KEY_LENGTH: Final = 400
+
+#: The longest result_ttl: about 1,000 years keeps a result's expiry within what
+#: Python's datetime (year 9999) and Postgres's timestamptz hold, for millennia.
+MAX_RESULT_TTL: Final = timedelta(days=365_250)
 
 #: A ``\u0000`` escape in JSON text, not a literal backslash followed by ``u0000``:
 #: the escape's backslash is preceded by whole ``\\`` pairs only.
@@ -196,6 +201,7 @@ __all__ = [
     "INT32_MIN",
     "MAX_KEY_LENGTH",
     "MAX_NAME_LENGTH",
+    "MAX_RESULT_TTL",
     "NUL",
     "check_json_text",
     "check_names",

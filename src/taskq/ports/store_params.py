@@ -48,9 +48,10 @@ class Finish:
     ``status`` is one of succeeded, failed, cancelled, abandoned, crashed.
     ``result_ttl`` is the actor literal; a stored ``actor_config.result_ttl``
     wins over it. The result expires ``result_ttl`` after ``now``; no TTL
-    keeps it until the job is pruned. ``started_ago`` (how long before
-    ``now`` the attempt began) fills ``started_at`` when no start mark
-    landed; a landed mark is kept.
+    keeps it until the job is pruned; an expiry past what the store holds
+    raises ``ValueError`` and ``finish_many`` writes none of its batch.
+    ``started_ago`` (how long before ``now`` the attempt began) fills
+    ``started_at`` when no start mark landed; a landed mark is kept.
     """
 
     lease: Lease

@@ -10,6 +10,7 @@ from pydantic import BaseModel
 
 from taskq.app.actors import actor
 from taskq.domain.job import NewJob
+from taskq.domain.retry import RetryPolicy
 
 
 class Num(BaseModel):
@@ -68,3 +69,23 @@ def test_aware_times_are_kept() -> None:
         NOW + timedelta(minutes=5),
         NOW + timedelta(hours=1),
     )
+
+
+@pytest.mark.parametrize("gap", [timedelta(0), timedelta(days=1)])
+def test_a_deadline_not_after_the_scheduled_time_is_refused_naming_both(gap: timedelta) -> None:
+    """A job whose schedule_to_close is not after its scheduled_at could never start:
+    refused, naming both times, instead of being stored to fail at its claim."""
+    deadline = NOW + timedelta(days=1)
+    with pytest.raises(ValueError, match=r"^schedule_to_close \(2030-01-02T00:00:00\+00:00\)") as e:
+        ping.new_job({"n": 1}, now=NOW, scheduled_at=deadline + gap, schedule_to_close=deadline)
+    assert f"is not after scheduled_at ({(deadline + gap).isoformat()})" in str(e.value)
+
+
+def test_a_time_budget_that_ends_before_the_scheduled_time_is_refused() -> None:
+    """The deadline an indefinite policy's time_budget sets counts the same."""
+
+    @actor(retry=RetryPolicy(kind="indefinite", time_budget=timedelta(hours=1)))
+    async def budgeted(payload: Num) -> None: ...
+
+    with pytest.raises(ValueError, match="the deadline set by the actor's retry time_budget"):
+        budgeted.new_job({"n": 1}, now=NOW, scheduled_at=NOW + timedelta(hours=2))

@@ -26,7 +26,8 @@ class FinishOps(StoreCore):
         now = await self._begin(outcome.now)
         _check_terminal(outcome)
         result = to_json(outcome.result)
-        self._apply_finish(self._require_owned(outcome.lease), outcome, result, now)
+        row = self._require_owned(outcome.lease)
+        self._apply_finish(row, outcome, result, now, self._result_expiry(row, outcome, now))
 
     async def finish_many(self, outcomes: Sequence[Finish]) -> list[Lease]:
         await self._begin()
@@ -34,18 +35,23 @@ class FinishOps(StoreCore):
 
     def _finish_many_now(self, outcomes: Sequence[Finish]) -> list[Lease]:
         """finish_many after ``_begin``: no await, so it is atomic with what follows it."""
-        # Validate the whole batch before the first write: it is one statement.
+        # Validate and compute the whole batch before the first write: it is one
+        # statement, all or nothing.
+        planned: list[tuple[Finish, datetime, datetime | None]] = []
         for outcome in outcomes:
             _check_terminal(outcome)
-            self._resolve_now(outcome.now)
+            now = self._resolve_now(outcome.now)
+            row = self._owned(outcome.lease)
+            expires = None if row is None else self._result_expiry(row, outcome, now)
+            planned.append((outcome, now, expires))
         results = [to_json(outcome.result) for outcome in outcomes]
         lost: list[Lease] = []
-        for outcome, result in zip(outcomes, results, strict=True):
-            row = self._owned(outcome.lease)
+        for (outcome, now, expires), result in zip(planned, results, strict=True):
+            row = self._owned(outcome.lease)  # again: a lease repeated in the batch is lost
             if row is None:
                 lost.append(outcome.lease)
             else:
-                self._apply_finish(row, outcome, result, self._resolve_now(outcome.now))
+                self._apply_finish(row, outcome, result, now, expires)
         return lost
 
     async def reschedule(self, request: Reschedule) -> None:
@@ -74,11 +80,25 @@ class FinishOps(StoreCore):
         if row.cancel_requested_at is None:
             row.cancel_requested_at = at
 
-    def _apply_finish(self, row: JobRow, outcome: Finish, result: object, now: datetime) -> None:
+    def _result_expiry(self, row: JobRow, outcome: Finish, now: datetime) -> datetime | None:
+        """When the result expires; ``ValueError`` past the latest time a store keeps
+        (as Postgres refuses a timestamp out of range)."""
         config = self._db.actor_configs.get(row.actor)
         ttl = outcome.result_ttl
         if config is not None and config.result_ttl is not None:
             ttl = config.result_ttl
+        if ttl is None:
+            return None
+        try:
+            return now + ttl
+        except OverflowError:
+            raise ValueError(
+                f"result_ttl {ttl} after {now.isoformat()} is past the latest time a store can keep"
+            ) from None
+
+    def _apply_finish(
+        self, row: JobRow, outcome: Finish, result: object, now: datetime, expires: datetime | None
+    ) -> None:
         _fill_start(row, outcome.started_ago, now)
         self._record_attempt(
             row,
@@ -89,7 +109,7 @@ class FinishOps(StoreCore):
         )
         self._finish_row(row, outcome.status, now=now)
         row.result = result
-        row.result_expires_at = None if ttl is None else now + ttl
+        row.result_expires_at = expires
         if outcome.error is not None or outcome.error_class is not None:
             row.last_error = outcome.error if outcome.error is not None else outcome.error_class
 

@@ -240,7 +240,7 @@ class Dispatcher:
             if claimed_at >= deadline:
                 return LateStart(deadline, claimed_at), False  # not worth starting now
         try:
-            payload = ref.validate_payload(job.payload)
+            payload = ref.load_payload(job.payload)
             # Built only for an actor that takes it (the usual actor does not).
             ctx = self._context(active, payload) if getattr(ref, "wants_context", True) else None
         except PayloadValidationError as exc:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -122,18 +123,12 @@ async def test_stranded_actors_are_reported(
 async def test_deadline_sweep_fails_expired_waiting_jobs(
     backend: MemoryBackend, clock: FakeClock, client: MemoryQueueStore
 ) -> None:
-    """A scheduled job whose schedule_to_close passes before it runs is failed by the sweep."""
+    """A scheduled job whose schedule_to_close passes before it runs is failed by the sweep
+    (the client refuses such a job; a store may still hold one, written another way)."""
     now = clock.now()
-    job_id = (
-        await client.enqueue(
-            pong.new_job(
-                {"n": 1},
-                scheduled_at=now + timedelta(hours=1),
-                schedule_to_close=now + timedelta(seconds=40),
-                now=now,
-            )
-        )
-    ).job_id
+    scheduled = pong.new_job({"n": 1}, scheduled_at=now + timedelta(hours=1), now=now)
+    unrunnable = dataclasses.replace(scheduled, schedule_to_close=now + timedelta(seconds=40))
+    job_id = (await client.enqueue(unrunnable)).job_id
     run = WorkerRun(backend, clock, REGISTRY)
     await run.start()
     await run.advance(60)
