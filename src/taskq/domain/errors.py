@@ -29,6 +29,7 @@ domain errors::
     ├── IllegalTransition                 (a status change the lifecycle forbids)
     ├── JobFailed                         (raised by JobHandle.wait for a failed job)
     ├── StoreUnavailable                  (database unreachable or connection dropped)
+    │   └── StoreClosed                   (the store or its pool was closed: not transient)
     ├── LeaderLockLost
     ├── RateLimitUnavailable              (limiter backend failed and no fallback)
     └── ReservationUnavailable            (no concurrency slot free)
@@ -227,6 +228,10 @@ class JobFailed(TaskQError):
 
 class StoreUnavailable(TaskQError):
     """The backing store cannot be reached or the connection dropped."""
+
+
+class StoreClosed(StoreUnavailable):
+    """The store (or the pool it runs on) was closed: no retry will succeed."""
 
 
 class LeaderLockLost(TaskQError):

@@ -41,6 +41,7 @@ PUBLIC_API = [
     "Scope",
     "SettingsInvariantError",
     "Snooze",
+    "StoreClosed",
     "StoreUnavailable",
     "TaskQError",
     "UniqueForLockTimeoutError",
@@ -70,6 +71,7 @@ PUBLIC_ERRORS = [
     "JobFailed",
     "LeaseLost",
     "StoreUnavailable",
+    "StoreClosed",
     "RegistryError",
 ]
 

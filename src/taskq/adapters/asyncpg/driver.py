@@ -34,7 +34,7 @@ from taskq.adapters.postgres.driver import (
 )
 from taskq.adapters.postgres.lane import Lane
 from taskq.adapters.postgres.sql_loader import NumberedQuery
-from taskq.domain.errors import StoreUnavailable
+from taskq.domain.errors import StoreClosed, StoreUnavailable
 
 #: asyncpg's pool and connection types (generic only to the type checker).
 Pool: TypeAlias = "asyncpg.Pool[Any]"
@@ -53,6 +53,9 @@ def translation(exc: BaseException) -> BaseException | None:
         return sqlstate_error(exc.sqlstate, error_reason(exc), constraint)
     if isinstance(exc, asyncpg.exceptions.DataError):
         return None  # a parameter asyncpg could not encode: already a ValueError
+    if isinstance(exc, asyncpg.InterfaceError) and str(exc).startswith("pool is clos"):
+        # asyncpg has no type for it: the pool was closed (by its owner), not lost.
+        return StoreClosed(f"the asyncpg pool TaskQ runs on is closed: {exc}")
     if isinstance(exc, asyncpg.InterfaceError | InternalClientError | OSError | TimeoutError):
         # InternalClientError: a connection left mid-protocol by a server that went away.
         return StoreUnavailable(f"lost the Postgres connection: {error_reason(exc)}")

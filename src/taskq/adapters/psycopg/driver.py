@@ -27,7 +27,7 @@ import psycopg
 from psycopg import AsyncCursor, AsyncRawCursor, sql
 from psycopg.pq import ConnStatus, TransactionStatus
 from psycopg.rows import RowMaker, no_result
-from psycopg_pool import AsyncConnectionPool
+from psycopg_pool import AsyncConnectionPool, PoolClosed
 
 from taskq.adapters.postgres.driver import (
     Driver,
@@ -38,7 +38,7 @@ from taskq.adapters.postgres.driver import (
 )
 from taskq.adapters.postgres.lane import Lane
 from taskq.adapters.postgres.sql_loader import NumberedQuery
-from taskq.domain.errors import ConfigurationError, StoreUnavailable
+from taskq.domain.errors import ConfigurationError, StoreClosed, StoreUnavailable
 
 #: psycopg's pool and connection types (generic only to the type checker).
 Pool: TypeAlias = "AsyncConnectionPool[Any]"
@@ -49,6 +49,8 @@ _savepoints: Final = itertools.count(1)
 
 def translation(exc: BaseException) -> BaseException | None:
     """The domain error or driver signal for a psycopg or socket error; None: let it go on."""
+    if isinstance(exc, PoolClosed):
+        return StoreClosed(f"the psycopg pool TaskQ runs on is closed: {exc}")
     if isinstance(exc, psycopg.Error):
         state = exc.sqlstate
         reason = error_reason(exc)

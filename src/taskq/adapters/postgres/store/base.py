@@ -10,7 +10,7 @@ from typing import Final
 from taskq.adapters.postgres.driver import Driver
 from taskq.adapters.postgres.schema import Schema
 from taskq.adapters.postgres.store.rows import check_aware
-from taskq.domain.errors import StoreUnavailable
+from taskq.domain.errors import StoreClosed
 
 #: How often a statement that lost a race (deadlock, unique conflict) is re-run.
 CONFLICT_RETRIES: Final = 5
@@ -70,7 +70,7 @@ class StoreCore:
     def _begin(self, now: datetime | None = None) -> datetime | None:
         """Refuse a closed store, then check ``now`` (``None``: the database clock)."""
         if self._closed:
-            raise StoreUnavailable("Postgres store is closed")
+            raise StoreClosed("Postgres store is closed")
         return check_aware(now)
 
     async def close(self) -> None:
