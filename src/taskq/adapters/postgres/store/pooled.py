@@ -82,6 +82,7 @@ class PooledQueueStore(PostgresQueueStore, Generic[PoolT]):
             return self._pool
         if self._closed:
             raise StoreClosed("Postgres store is closed")
+        self._check_loop()
         async with self._opening:
             if self._pool is None:
                 if self._factory is not None:
