@@ -35,6 +35,7 @@ from taskq.domain.errors import (
     StoreClosed,
     StoreUnavailable,
     TaskQError,
+    TransactionAborted,
     UniqueForLockTimeoutError,
     UnknownActorError,
 )
@@ -97,6 +98,7 @@ __all__ = [
     "StoreClosed",
     "StoreUnavailable",
     "TaskQError",
+    "TransactionAborted",
     "UniqueForLockTimeoutError",
     "UnknownActorError",
     "WorkerConnections",

@@ -244,8 +244,9 @@ class JobsClient:
             span_id=span_id,
             now=self._clock.now(),
         )
+        enqueuer = self._enqueuer(connection)  # a wrong connection= is no unstorable job
         try:
-            result = await self._enqueuer(connection).enqueue(job)
+            result = await enqueuer.enqueue(job)
         except ValueError as exc:  # a value no store can keep: say which, and where
             places = (("payload", job.payload), ("metadata", job.metadata))
             raise unstorable_error(ref.name, "job", places, exc) from exc
@@ -303,8 +304,9 @@ class JobsClient:
             raise PayloadValidationError(f"payload #0: {exc}") from exc
         # Every job shares first's options: stores may read them once.
         jobs = UniformJobs(first, ref.dump_payloads(batch))
+        enqueuer = self._enqueuer(connection)
         try:
-            results = await self._enqueuer(connection).enqueue_many(jobs)
+            results = await enqueuer.enqueue_many(jobs)
         except ValueError as exc:  # a value no store can keep: say which, and where
             places = itertools.chain(
                 ((f"payload #{i}", p) for i, p in enumerate(jobs.payloads)),

@@ -44,6 +44,7 @@ PUBLIC_API = [
     "StoreClosed",
     "StoreUnavailable",
     "TaskQError",
+    "TransactionAborted",
     "UniqueForLockTimeoutError",
     "UnknownActorError",
     "WorkerConnections",
@@ -72,6 +73,7 @@ PUBLIC_ERRORS = [
     "LeaseLost",
     "StoreUnavailable",
     "StoreClosed",
+    "TransactionAborted",
     "RegistryError",
 ]
 

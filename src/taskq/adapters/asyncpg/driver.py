@@ -115,6 +115,32 @@ async def _copy_in(
     )
 
 
+def caller_connection(conn: object) -> Connection:
+    """The asyncpg connection behind ``connection=`` (a pool's proxy unwrapped).
+
+    Anything else is refused before a statement runs: an ``asyncpg.Pool`` has the
+    same methods and would run one statement on some connection of its own.
+    """
+    if isinstance(conn, asyncpg.pool.PoolConnectionProxy):
+        # The proxy is new per acquire and cannot be weakly referenced: key on its connection.
+        raw: Connection | None = getattr(conn, "_con", None)
+        if raw is None:
+            raise ValueError("connection= was already released back to its asyncpg pool")
+        return raw
+    if isinstance(conn, asyncpg.Connection):
+        return conn
+    if isinstance(conn, asyncpg.Pool):
+        hint = ": pass a connection acquired from it (async with pool.acquire() as conn)"
+    elif type(conn).__module__.startswith("psycopg"):
+        hint = ": this client runs on asyncpg; use a psycopg-backed client for psycopg"
+    else:
+        hint = ""
+    raise TypeError(
+        "connection= takes an asyncpg.Connection (or one acquired from an asyncpg.Pool), "
+        f"got {type(conn).__module__}.{type(conn).__qualname__}{hint}"
+    )
+
+
 class _Statements(ABC):
     """The four statement calls over :meth:`_call` (a connection's method of that name)."""
 
@@ -259,5 +285,6 @@ __all__ = [
     "AsyncpgPoolDriver",
     "Connection",
     "Pool",
+    "caller_connection",
     "translated",
 ]

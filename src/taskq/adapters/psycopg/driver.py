@@ -25,7 +25,7 @@ from typing import Any, Final, TypeAlias
 
 import psycopg
 from psycopg import AsyncCursor, AsyncRawCursor, sql
-from psycopg.pq import ConnStatus, TransactionStatus
+from psycopg.pq import ConnStatus, PipelineStatus, TransactionStatus
 from psycopg.rows import RowMaker, no_result
 from psycopg_pool import AsyncConnectionPool, PoolClosed
 
@@ -220,6 +220,34 @@ async def _lent(pool: Pool) -> AsyncIterator[Connection]:
         await pool.putconn(conn)
 
 
+def caller_connection(conn: object) -> Connection:
+    """``connection=`` checked: an async psycopg connection not in pipeline mode.
+
+    Anything else is refused before a statement runs (a pool, a sync connection, an
+    asyncpg one used to fail deep inside with an AttributeError).
+    """
+    if isinstance(conn, psycopg.AsyncConnection):
+        if conn.pgconn.pipeline_status != PipelineStatus.OFF:
+            # Its results come back later, in order: TaskQ reads each statement's at once.
+            raise ValueError(
+                "connection= is in pipeline mode, which TaskQ does not support: enqueue "
+                "outside the `async with conn.pipeline()` block"
+            )
+        return conn
+    if isinstance(conn, AsyncConnectionPool):
+        hint = ": pass a connection taken from it (async with pool.connection() as conn)"
+    elif isinstance(conn, psycopg.Connection):
+        hint = ": TaskQ is async; open a psycopg.AsyncConnection"
+    elif type(conn).__module__.startswith("asyncpg"):
+        hint = ": this client runs on psycopg; use an asyncpg-backed client for asyncpg"
+    else:
+        hint = ""
+    raise TypeError(
+        "connection= takes a psycopg.AsyncConnection, "
+        f"got {type(conn).__module__}.{type(conn).__qualname__}{hint}"
+    )
+
+
 class _Statements(ABC):
     """The four statement calls over :meth:`_run`, which returns every row as a dict."""
 
@@ -376,5 +404,6 @@ __all__ = [
     "Pool",
     "PsycopgConnectionDriver",
     "PsycopgPoolDriver",
+    "caller_connection",
     "translated",
 ]
