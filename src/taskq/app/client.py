@@ -32,7 +32,7 @@ from taskq.app.actors import ActorRef
 from taskq.app.handle import JobHandle, WallClock
 from taskq.app.unstorable import unstorable_error
 from taskq.domain.errors import ConfigurationError, PayloadValidationError
-from taskq.domain.job import JSON, EnqueueResult, Job, UniformJobs
+from taskq.domain.job import JSON, EnqueueResult, Job, UniformJobs, job_id_can_exist
 from taskq.domain.settings_rules import validate_identifier
 from taskq.domain.status import JobStatus
 from taskq.ports.clock import Clock
@@ -341,6 +341,7 @@ class JobsClient:
     def handle(self, ref: ActorRef[Any, R], job_id: int) -> JobHandle[R]:
         """A handle for a job enqueued earlier (for example, its id kept in a database)."""
         _check_ref(ref)
+        job_id_can_exist(job_id)  # TypeError now, not at the first wait
         return JobHandle(store=self._store, ref=ref, job_id=job_id, clock=self._clock)
 
     async def get(self, job_id: int) -> Job | None:
