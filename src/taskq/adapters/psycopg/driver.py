@@ -9,6 +9,8 @@ here and nowhere else (see ``postgres.driver`` for the mapping).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import itertools
 import select
 from abc import ABC, abstractmethod
@@ -16,6 +18,7 @@ from collections.abc import (
     AsyncIterator,
     Awaitable,
     Callable,
+    Coroutine,
     Iterable,
     Mapping,
     Sequence,
@@ -270,6 +273,21 @@ class _Statements(ABC):
         await self._run(query, params)
 
 
+async def _to_the_end(op: Coroutine[Any, Any, None]) -> None:
+    """Run ``op`` to its end even if the caller is cancelled meanwhile, then let the
+    cancel go on: a COPY cut off halfway left the connection (a caller's, for
+    ``connection=``) mid-command, "another command is already in progress", its
+    transaction lost. A second cancel while waiting is not deferred."""
+    task = asyncio.ensure_future(op)
+    try:
+        await asyncio.shield(task)
+    except asyncio.CancelledError:
+        if not task.done():
+            with contextlib.suppress(Exception):  # the COPY's own failure: the cancel wins
+                await task
+        raise
+
+
 class PsycopgConnectionDriver(_Statements):
     """Runs store queries on one connection; never closes it."""
 
@@ -286,7 +304,7 @@ class PsycopgConnectionDriver(_Statements):
         self, schema: str, table: str, columns: Sequence[str], data: Iterable[bytes]
     ) -> None:
         with translated():
-            await _copy_in(self._conn, schema, table, columns, data)
+            await _to_the_end(_copy_in(self._conn, schema, table, columns, data))
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Driver]:
