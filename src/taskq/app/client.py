@@ -32,7 +32,7 @@ from taskq.app.actors import ActorRef
 from taskq.app.handle import JobHandle, WallClock
 from taskq.app.unstorable import unstorable_error
 from taskq.domain.errors import ConfigurationError, PayloadValidationError
-from taskq.domain.job import JSON, EnqueueResult, Job, UniformJobs
+from taskq.domain.job import JSON, EnqueueResult, Job, UniformJobs, job_id_can_exist
 from taskq.domain.settings_rules import validate_identifier
 from taskq.domain.status import JobStatus
 from taskq.ports.clock import Clock
@@ -244,8 +244,9 @@ class JobsClient:
             span_id=span_id,
             now=self._clock.now(),
         )
+        enqueuer = self._enqueuer(connection)  # a wrong connection= is no unstorable job
         try:
-            result = await self._enqueuer(connection).enqueue(job)
+            result = await enqueuer.enqueue(job)
         except ValueError as exc:  # a value no store can keep: say which, and where
             places = (("payload", job.payload), ("metadata", job.metadata))
             raise unstorable_error(ref.name, "job", places, exc) from exc
@@ -303,8 +304,9 @@ class JobsClient:
             raise PayloadValidationError(f"payload #0: {exc}") from exc
         # Every job shares first's options: stores may read them once.
         jobs = UniformJobs(first, ref.dump_payloads(batch))
+        enqueuer = self._enqueuer(connection)
         try:
-            results = await self._enqueuer(connection).enqueue_many(jobs)
+            results = await enqueuer.enqueue_many(jobs)
         except ValueError as exc:  # a value no store can keep: say which, and where
             places = itertools.chain(
                 ((f"payload #{i}", p) for i, p in enumerate(jobs.payloads)),
@@ -339,6 +341,7 @@ class JobsClient:
     def handle(self, ref: ActorRef[Any, R], job_id: int) -> JobHandle[R]:
         """A handle for a job enqueued earlier (for example, its id kept in a database)."""
         _check_ref(ref)
+        job_id_can_exist(job_id)  # TypeError now, not at the first wait
         return JobHandle(store=self._store, ref=ref, job_id=job_id, clock=self._clock)
 
     async def get(self, job_id: int) -> Job | None:

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, TypeVar
 
-from taskq.domain.errors import JobFailed, JobNotFound, StoreUnavailable
+from taskq.domain.errors import JobFailed, JobNotFound, StoreClosed, StoreUnavailable
 from taskq.domain.job import EnqueueResult, Job
 from taskq.domain.status import JobStatus
 from taskq.ports.clock import Clock
@@ -137,7 +137,8 @@ class JobHandle(Generic[R]):
         exists. ``poll_interval`` caps the poll backoff. A poll the database
         fails (``StoreUnavailable``: a restart, a dropped connection) is tried
         again on the same schedule: it is raised only when ``timeout`` passes
-        with the database still failing.
+        with the database still failing. A closed client or pool
+        (:class:`StoreClosed`) is raised at once.
         """
         if not poll_interval > 0:
             raise ValueError(f"poll_interval must be > 0, got {poll_interval}")
@@ -148,6 +149,8 @@ class JobHandle(Generic[R]):
         while True:
             try:
                 job: Job | StoreUnavailable = await self.get()
+            except StoreClosed:
+                raise  # closed, not an outage: no poll can succeed
             except StoreUnavailable as exc:
                 job = exc
             if isinstance(job, Job) and job.status.is_terminal:

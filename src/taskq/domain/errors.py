@@ -29,6 +29,8 @@ domain errors::
     ├── IllegalTransition                 (a status change the lifecycle forbids)
     ├── JobFailed                         (raised by JobHandle.wait for a failed job)
     ├── StoreUnavailable                  (database unreachable or connection dropped)
+    │   └── StoreClosed                   (the store or its pool was closed: not transient)
+    ├── TransactionAborted                (the caller's transaction already failed)
     ├── LeaderLockLost
     ├── RateLimitUnavailable              (limiter backend failed and no fallback)
     └── ReservationUnavailable            (no concurrency slot free)
@@ -227,6 +229,14 @@ class JobFailed(TaskQError):
 
 class StoreUnavailable(TaskQError):
     """The backing store cannot be reached or the connection dropped."""
+
+
+class StoreClosed(StoreUnavailable):
+    """The store (or the pool it runs on) was closed: no retry will succeed."""
+
+
+class TransactionAborted(TaskQError):
+    """The caller's transaction had already failed (SQLSTATE 25P02): roll it back first."""
 
 
 class LeaderLockLost(TaskQError):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, overload
+from typing import Any, Final, overload
 
 from taskq.domain.cancel_phase import CancelPhase
 from taskq.domain.frozen import fast_constructor
@@ -232,3 +232,16 @@ class AttemptRecord:
 
 def as_utc_delta(seconds: float) -> timedelta:
     return timedelta(seconds=seconds)
+
+
+#: Job ids are Postgres bigints: no job has an id outside this range.
+JOB_ID_MIN: Final = -(2**63)
+JOB_ID_MAX: Final = 2**63 - 1
+
+
+def job_id_can_exist(job_id: object) -> bool:
+    """Whether a job may have ``job_id`` (False outside the bigint range: a read finds
+    nothing); ``TypeError`` when it is not an int at all."""
+    if not isinstance(job_id, int) or isinstance(job_id, bool):
+        raise TypeError(f"job_id must be an int, got {type(job_id).__name__} {job_id!r}")
+    return JOB_ID_MIN <= job_id <= JOB_ID_MAX

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Final
 
 from taskq.domain.actor_config import ActorConfig
@@ -119,11 +119,28 @@ def check_new_job(job: NewJob) -> None:
         raise ValueError(
             f"NewJob.priority must be within [{INT32_MIN}, {INT32_MAX}], got {job.priority}"
         )
+    if job.scheduled_at is not None or job.schedule_to_close is not None:
+        _check_instant("scheduled_at", job.scheduled_at)
+        _check_instant("schedule_to_close", job.schedule_to_close)
     attempts = job.max_attempts
     if attempts is not None and not 1 <= attempts <= INT32_MAX:
         raise ValueError(
             f"NewJob.max_attempts must be None or within [1, {INT32_MAX}], got {attempts}"
         )
+
+
+def _check_instant(field: str, value: datetime | None) -> None:
+    """Raise ``ValueError`` naming ``NewJob.field`` when its UTC time is outside years
+    1..9999: Postgres would store it, but no reader (Python's datetime) could load it."""
+    if value is None or value.utcoffset() is None:
+        return
+    try:
+        value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(
+            f"NewJob.{field} is {value.isoformat()}, outside years 1..9999 in UTC: "
+            "a job holding it could not be read back"
+        ) from None
 
 
 def check_new_jobs(jobs: Iterable[NewJob]) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from taskq.adapters.postgres.driver import sqlstate_error
-from taskq.domain.errors import ConfigurationError, StoreUnavailable
+from taskq.domain.errors import ConfigurationError, StoreUnavailable, TransactionAborted
 
 
 @pytest.mark.parametrize(
@@ -38,15 +38,24 @@ def test_a_read_only_server_is_unavailable_for_writes() -> None:
     assert type(error) is StoreUnavailable
     assert str(error) == (
         "Postgres is unavailable for writes: cannot execute INSERT in a read-only transaction "
-        "(the server is read-only: a standby, or default_transaction_read_only is on; "
-        "TaskQ needs the primary)"
+        "(the transaction or the server is read-only: a READ ONLY transaction, "
+        "default_transaction_read_only, or a standby; TaskQ needs the primary and a "
+        "read-write transaction)"
     )
 
 
-@pytest.mark.parametrize("sqlstate", ["25001", "25P02", "42601", "XX000", None])
+def test_a_statement_in_an_aborted_transaction_says_to_roll_it_back() -> None:
+    """A caller's transaction that an earlier error aborted (connection=): not an outage."""
+    error = sqlstate_error("25P02", "current transaction is aborted", None)
+    assert type(error) is TransactionAborted
+    assert "had already failed (current transaction is aborted)" in str(error)
+    assert "roll it back" in str(error)
+
+
+@pytest.mark.parametrize("sqlstate", ["25001", "42601", "XX000", None])
 def test_other_states_are_not_outages(sqlstate: str | None) -> None:
     """The caller's transaction state, a syntax error, an internal error: not retried as
-    outages (an aborted transaction of the caller's stays the driver's own, clear, error)."""
+    outages."""
     assert sqlstate_error(sqlstate, "words", None) is None
 
 

@@ -41,8 +41,10 @@ PUBLIC_API = [
     "Scope",
     "SettingsInvariantError",
     "Snooze",
+    "StoreClosed",
     "StoreUnavailable",
     "TaskQError",
+    "TransactionAborted",
     "UniqueForLockTimeoutError",
     "UnknownActorError",
     "WorkerConnections",
@@ -70,6 +72,8 @@ PUBLIC_ERRORS = [
     "JobFailed",
     "LeaseLost",
     "StoreUnavailable",
+    "StoreClosed",
+    "TransactionAborted",
     "RegistryError",
 ]
 

@@ -34,7 +34,7 @@ from taskq.adapters.postgres.driver import (
 )
 from taskq.adapters.postgres.lane import Lane
 from taskq.adapters.postgres.sql_loader import NumberedQuery
-from taskq.domain.errors import StoreUnavailable
+from taskq.domain.errors import StoreClosed, StoreUnavailable
 
 #: asyncpg's pool and connection types (generic only to the type checker).
 Pool: TypeAlias = "asyncpg.Pool[Any]"
@@ -53,6 +53,9 @@ def translation(exc: BaseException) -> BaseException | None:
         return sqlstate_error(exc.sqlstate, error_reason(exc), constraint)
     if isinstance(exc, asyncpg.exceptions.DataError):
         return None  # a parameter asyncpg could not encode: already a ValueError
+    if isinstance(exc, asyncpg.InterfaceError) and str(exc).startswith("pool is clos"):
+        # asyncpg has no type for it: the pool was closed (by its owner), not lost.
+        return StoreClosed(f"the asyncpg pool TaskQ runs on is closed: {exc}")
     if isinstance(exc, asyncpg.InterfaceError | InternalClientError | OSError | TimeoutError):
         # InternalClientError: a connection left mid-protocol by a server that went away.
         return StoreUnavailable(f"lost the Postgres connection: {error_reason(exc)}")
@@ -109,6 +112,32 @@ async def _copy_in(
     # Text format: no per-column codec runs, so a pool's own jsonb codec cannot interfere.
     await conn.copy_to_table(
         table, source=source(), columns=list(columns), schema_name=schema, format="text"
+    )
+
+
+def caller_connection(conn: object) -> Connection:
+    """The asyncpg connection behind ``connection=`` (a pool's proxy unwrapped).
+
+    Anything else is refused before a statement runs: an ``asyncpg.Pool`` has the
+    same methods and would run one statement on some connection of its own.
+    """
+    if isinstance(conn, asyncpg.pool.PoolConnectionProxy):
+        # The proxy is new per acquire and cannot be weakly referenced: key on its connection.
+        raw: Connection | None = getattr(conn, "_con", None)
+        if raw is None:
+            raise ValueError("connection= was already released back to its asyncpg pool")
+        return raw
+    if isinstance(conn, asyncpg.Connection):
+        return conn
+    if isinstance(conn, asyncpg.Pool):
+        hint = ": pass a connection acquired from it (async with pool.acquire() as conn)"
+    elif type(conn).__module__.startswith("psycopg"):
+        hint = ": this client runs on asyncpg; use a psycopg-backed client for psycopg"
+    else:
+        hint = ""
+    raise TypeError(
+        "connection= takes an asyncpg.Connection (or one acquired from an asyncpg.Pool), "
+        f"got {type(conn).__module__}.{type(conn).__qualname__}{hint}"
     )
 
 
@@ -256,5 +285,6 @@ __all__ = [
     "AsyncpgPoolDriver",
     "Connection",
     "Pool",
+    "caller_connection",
     "translated",
 ]

@@ -18,6 +18,7 @@ from taskq.adapters.asyncpg.driver import (
     AsyncpgConnectionDriver,
     AsyncpgPoolDriver,
     Pool,
+    caller_connection,
 )
 from taskq.adapters.asyncpg.pool import (
     DEFAULT_MAX_CACHED_STATEMENT_LIFETIME,
@@ -79,9 +80,11 @@ class AsyncpgQueueStore(PooledQueueStore[Pool]):
 
         Jobs enqueued through it become visible when that transaction
         commits and vanish when it rolls back. The connection stays the
-        caller's; this store's schema and lock budgets apply.
+        caller's; this store's schema and lock budgets apply. Calls on one connection
+        take turns. Anything but an asyncpg connection raises ``TypeError``.
         """
-        return self._bound_enqueuer(AsyncpgConnectionDriver(conn, self._queries))
+        raw = caller_connection(conn)
+        return self._bound_enqueuer(AsyncpgConnectionDriver(conn, self._queries), raw)
 
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ import asyncio
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Final
 
-from taskq.domain.errors import LeaseLost, StoreUnavailable
+from taskq.domain.errors import LeaseLost, StoreClosed, StoreUnavailable
 from taskq.domain.job import AttemptRecord, Lease
 from taskq.domain.status import JobStatus
 
@@ -53,7 +53,7 @@ class StoreCore:
         """Yield once, check the store can be used, and resolve ``now``."""
         await asyncio.sleep(0)
         if self._closed:
-            raise StoreUnavailable("memory store is closed")
+            raise StoreClosed("memory store is closed")
         if not self._reachable:
             raise StoreUnavailable("memory store is unreachable (set_reachable(False))")
         self._db.check_reachable()

@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from taskq.adapters.memory.store_base import StoreCore
-from taskq.domain.job import AttemptRecord, Job
+from taskq.domain.job import AttemptRecord, Job, job_id_can_exist
 from taskq.domain.status import WAITING, JobStatus
 from taskq.ports.store_params import QueueDepth
 
@@ -16,12 +16,14 @@ _ACTIVE = (JobStatus.PENDING, JobStatus.SCHEDULED, JobStatus.RUNNING)
 class ReadOps(StoreCore):
     async def get(self, job_id: int) -> Job | None:
         await self._begin()
+        job_id_can_exist(job_id)  # TypeError for what is no id
         row = self._db.jobs.get(job_id)
         return None if row is None else row.to_job()
 
     async def attempts(self, job_id: int) -> list[AttemptRecord]:
         """Attempts of a job in the jobs table, oldest first; [] when unknown or archived."""
         await self._begin()
+        job_id_can_exist(job_id)
         return list(self._db.attempts.get(job_id, ())) if job_id in self._db.jobs else []
 
     async def count_active(self, queues: Sequence[str] | None = None) -> int:

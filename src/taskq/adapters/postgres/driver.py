@@ -11,6 +11,7 @@ signals below, all ``from`` the driver's own exception:
 - connection lost, server unreachable, pool closed, statement timeout, a server
   that cannot serve now (out of disk or memory, too many connections, I/O error)
   or only reads (a standby: SQLSTATE 25006) → :class:`~taskq.domain.errors.StoreUnavailable`;
+- a transaction an earlier error aborted (25P02) → :class:`~taskq.domain.errors.TransactionAborted`;
 - ``lock_timeout`` expired (SQLSTATE 55P03) → :class:`LockTimeout`;
 - a unique index refused a row (23505) → :class:`UniqueConflict`;
 - deadlock or serialization failure (40P01, 40001) → :class:`TransientConflict`;
@@ -39,6 +40,7 @@ from taskq.domain.errors import (
     SchemaNotMigrated,
     StoreUnavailable,
     TaskQError,
+    TransactionAborted,
 )
 
 #: The query files the store core uses; a driver renders all of them once.
@@ -66,6 +68,8 @@ SQLSTATE_QUERY_CANCELED: Final = "57014"
 #: A write on a server that only reads: a standby (a failover not yet finished, a DSN
 #: pointing at a replica) or default_transaction_read_only.
 SQLSTATE_READ_ONLY: Final = "25006"
+#: A statement in a transaction an earlier error aborted (a caller's, for connection=).
+SQLSTATE_IN_FAILED_TRANSACTION: Final = "25P02"
 PROGRAM_LIMIT_CLASS: Final = "54"
 SQLSTATE_INSUFFICIENT_PRIVILEGE: Final = "42501"
 #: A missing schema, table, column, function or type: the schema is not (fully) migrated.
@@ -192,8 +196,14 @@ def sqlstate_error(sqlstate: str | None, reason: str, constraint: str | None) ->
         return TransientConflict(f"transaction conflict: {reason}")
     if sqlstate == SQLSTATE_READ_ONLY:
         return StoreUnavailable(
-            f"Postgres is unavailable for writes: {reason} (the server is read-only: "
-            "a standby, or default_transaction_read_only is on; TaskQ needs the primary)"
+            f"Postgres is unavailable for writes: {reason} (the transaction or the server "
+            "is read-only: a READ ONLY transaction, default_transaction_read_only, or a "
+            "standby; TaskQ needs the primary and a read-write transaction)"
+        )
+    if sqlstate == SQLSTATE_IN_FAILED_TRANSACTION:
+        return TransactionAborted(
+            f"the transaction TaskQ was given had already failed ({reason}): an earlier "
+            "statement in it raised an error; roll it back (nothing was written)"
         )
     if unavailable_sqlstate(sqlstate):
         return StoreUnavailable(f"Postgres is unavailable: {reason}")

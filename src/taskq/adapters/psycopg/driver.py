@@ -9,6 +9,8 @@ here and nowhere else (see ``postgres.driver`` for the mapping).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import itertools
 import select
 from abc import ABC, abstractmethod
@@ -16,6 +18,7 @@ from collections.abc import (
     AsyncIterator,
     Awaitable,
     Callable,
+    Coroutine,
     Iterable,
     Mapping,
     Sequence,
@@ -25,9 +28,9 @@ from typing import Any, Final, TypeAlias
 
 import psycopg
 from psycopg import AsyncCursor, AsyncRawCursor, sql
-from psycopg.pq import ConnStatus, TransactionStatus
+from psycopg.pq import ConnStatus, PipelineStatus, TransactionStatus
 from psycopg.rows import RowMaker, no_result
-from psycopg_pool import AsyncConnectionPool
+from psycopg_pool import AsyncConnectionPool, PoolClosed
 
 from taskq.adapters.postgres.driver import (
     Driver,
@@ -38,7 +41,7 @@ from taskq.adapters.postgres.driver import (
 )
 from taskq.adapters.postgres.lane import Lane
 from taskq.adapters.postgres.sql_loader import NumberedQuery
-from taskq.domain.errors import ConfigurationError, StoreUnavailable
+from taskq.domain.errors import ConfigurationError, StoreClosed, StoreUnavailable
 
 #: psycopg's pool and connection types (generic only to the type checker).
 Pool: TypeAlias = "AsyncConnectionPool[Any]"
@@ -49,6 +52,8 @@ _savepoints: Final = itertools.count(1)
 
 def translation(exc: BaseException) -> BaseException | None:
     """The domain error or driver signal for a psycopg or socket error; None: let it go on."""
+    if isinstance(exc, PoolClosed):
+        return StoreClosed(f"the psycopg pool TaskQ runs on is closed: {exc}")
     if isinstance(exc, psycopg.Error):
         state = exc.sqlstate
         reason = error_reason(exc)
@@ -218,6 +223,34 @@ async def _lent(pool: Pool) -> AsyncIterator[Connection]:
         await pool.putconn(conn)
 
 
+def caller_connection(conn: object) -> Connection:
+    """``connection=`` checked: an async psycopg connection not in pipeline mode.
+
+    Anything else is refused before a statement runs (a pool, a sync connection, an
+    asyncpg one used to fail deep inside with an AttributeError).
+    """
+    if isinstance(conn, psycopg.AsyncConnection):
+        if conn.pgconn.pipeline_status != PipelineStatus.OFF:
+            # Its results come back later, in order: TaskQ reads each statement's at once.
+            raise ValueError(
+                "connection= is in pipeline mode, which TaskQ does not support: enqueue "
+                "outside the `async with conn.pipeline()` block"
+            )
+        return conn
+    if isinstance(conn, AsyncConnectionPool):
+        hint = ": pass a connection taken from it (async with pool.connection() as conn)"
+    elif isinstance(conn, psycopg.Connection):
+        hint = ": TaskQ is async; open a psycopg.AsyncConnection"
+    elif type(conn).__module__.startswith("asyncpg"):
+        hint = ": this client runs on psycopg; use an asyncpg-backed client for asyncpg"
+    else:
+        hint = ""
+    raise TypeError(
+        "connection= takes a psycopg.AsyncConnection, "
+        f"got {type(conn).__module__}.{type(conn).__qualname__}{hint}"
+    )
+
+
 class _Statements(ABC):
     """The four statement calls over :meth:`_run`, which returns every row as a dict."""
 
@@ -240,6 +273,21 @@ class _Statements(ABC):
         await self._run(query, params)
 
 
+async def _to_the_end(op: Coroutine[Any, Any, None]) -> None:
+    """Run ``op`` to its end even if the caller is cancelled meanwhile, then let the
+    cancel go on: a COPY cut off halfway left the connection (a caller's, for
+    ``connection=``) mid-command, "another command is already in progress", its
+    transaction lost. A second cancel while waiting is not deferred."""
+    task = asyncio.ensure_future(op)
+    try:
+        await asyncio.shield(task)
+    except asyncio.CancelledError:
+        if not task.done():
+            with contextlib.suppress(Exception):  # the COPY's own failure: the cancel wins
+                await task
+        raise
+
+
 class PsycopgConnectionDriver(_Statements):
     """Runs store queries on one connection; never closes it."""
 
@@ -256,7 +304,7 @@ class PsycopgConnectionDriver(_Statements):
         self, schema: str, table: str, columns: Sequence[str], data: Iterable[bytes]
     ) -> None:
         with translated():
-            await _copy_in(self._conn, schema, table, columns, data)
+            await _to_the_end(_copy_in(self._conn, schema, table, columns, data))
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Driver]:
@@ -374,5 +422,6 @@ __all__ = [
     "Pool",
     "PsycopgConnectionDriver",
     "PsycopgPoolDriver",
+    "caller_connection",
     "translated",
 ]

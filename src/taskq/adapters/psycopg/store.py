@@ -21,6 +21,7 @@ from taskq.adapters.psycopg.driver import (
     Pool,
     PsycopgConnectionDriver,
     PsycopgPoolDriver,
+    caller_connection,
 )
 from taskq.adapters.psycopg.pool import (
     DEFAULT_PREPARE_THRESHOLD,
@@ -80,9 +81,12 @@ class PsycopgQueueStore(PooledQueueStore[Pool]):
         Jobs enqueued through it become visible when that transaction
         commits and vanish when it rolls back (on a connection that is not in
         autocommit, that is the transaction psycopg opens implicitly). The
-        connection stays the caller's; this store's schema and budgets apply.
+        connection stays the caller's; this store's schema and budgets apply. Calls on
+        one connection take turns. Anything but a ``psycopg.AsyncConnection`` raises
+        ``TypeError``; one in pipeline mode ``ValueError``.
         """
-        return self._bound_enqueuer(PsycopgConnectionDriver(conn, self._queries))
+        checked = caller_connection(conn)
+        return self._bound_enqueuer(PsycopgConnectionDriver(checked, self._queries), checked)
 
 
 if TYPE_CHECKING:

@@ -72,10 +72,17 @@ claimed AS (
         attempt = j.attempt + 1,
         started_at = NULL
     WHERE j.id = ANY (ARRAY(SELECT p.id FROM picked p))
+    -- Times outside years 1..9999 (written by other means) are clamped into them: no
+    -- driver can load them, and one such row must not fail the whole claim.
     RETURNING j.id, j.queue, j.actor, j.payload::text AS payload, j.priority, j.attempt,
-              j.max_attempts, j.fencing_token, j.scheduled_at, j.lock_expires_at,
-              j.schedule_to_close, j.fairness_key, j.metadata::text AS metadata, j.trace_id,
-              j.span_id
+              j.max_attempts, j.fencing_token,
+              LEAST(GREATEST(j.scheduled_at, '0001-01-01 00:00:00+00'),
+                    '9999-12-31 23:59:59+00') AS scheduled_at,
+              j.lock_expires_at,
+              CASE WHEN j.schedule_to_close IS NOT NULL  -- GREATEST would turn NULL into 0001
+                   THEN LEAST(GREATEST(j.schedule_to_close, '0001-01-01 00:00:00+00'),
+                              '9999-12-31 23:59:59+00') END AS schedule_to_close,
+              j.fairness_key, j.metadata::text AS metadata, j.trace_id, j.span_id
 )
 SELECT s.yes AS simple, cl.*
 FROM simple s
@@ -203,10 +210,17 @@ claimed AS (
         attempt = j.attempt + 1,
         started_at = NULL
     WHERE j.id = ANY (ARRAY(SELECT p.id FROM picked p))
+    -- Times outside years 1..9999 (written by other means) are clamped into them: no
+    -- driver can load them, and one such row must not fail the whole claim.
     RETURNING j.id, j.queue, j.actor, j.payload::text AS payload, j.priority, j.attempt,
-              j.max_attempts, j.fencing_token, j.scheduled_at, j.lock_expires_at,
-              j.schedule_to_close, j.fairness_key, j.metadata::text AS metadata, j.trace_id,
-              j.span_id
+              j.max_attempts, j.fencing_token,
+              LEAST(GREATEST(j.scheduled_at, '0001-01-01 00:00:00+00'),
+                    '9999-12-31 23:59:59+00') AS scheduled_at,
+              j.lock_expires_at,
+              CASE WHEN j.schedule_to_close IS NOT NULL  -- GREATEST would turn NULL into 0001
+                   THEN LEAST(GREATEST(j.schedule_to_close, '0001-01-01 00:00:00+00'),
+                              '9999-12-31 23:59:59+00') END AS schedule_to_close,
+              j.fairness_key, j.metadata::text AS metadata, j.trace_id, j.span_id
 )
 -- Every row carries the written leases (the first row always exists: the simple flag).
 SELECT s.yes AS simple,
@@ -499,10 +513,17 @@ claimed AS (
         attempt = j.attempt + 1,
         started_at = NULL
     WHERE j.id = ANY (ARRAY(SELECT p.id FROM picked p WHERE p.status = 'pending'))
+    -- Times outside years 1..9999 (written by other means) are clamped into them: no
+    -- driver can load them, and one such row must not fail the whole claim.
     RETURNING j.id, j.queue, j.actor, j.payload::text AS payload, j.priority, j.attempt,
-              j.max_attempts, j.fencing_token, j.scheduled_at, j.lock_expires_at,
-              j.schedule_to_close, j.fairness_key, j.metadata::text AS metadata, j.trace_id,
-              j.span_id
+              j.max_attempts, j.fencing_token,
+              LEAST(GREATEST(j.scheduled_at, '0001-01-01 00:00:00+00'),
+                    '9999-12-31 23:59:59+00') AS scheduled_at,
+              j.lock_expires_at,
+              CASE WHEN j.schedule_to_close IS NOT NULL  -- GREATEST would turn NULL into 0001
+                   THEN LEAST(GREATEST(j.schedule_to_close, '0001-01-01 00:00:00+00'),
+                              '9999-12-31 23:59:59+00') END AS schedule_to_close,
+              j.fairness_key, j.metadata::text AS metadata, j.trace_id, j.span_id
 )
 SELECT NOT EXISTS (SELECT 1 FROM cfg) AND NOT EXISTS (SELECT 1 FROM rr) AS simple, cl.*
 FROM (SELECT 1) AS one

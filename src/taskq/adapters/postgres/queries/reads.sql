@@ -2,11 +2,18 @@
 -- not depend on a jsonb codec being registered on the pool.
 
 -- name: get_job
--- The hot table only: a pruned job lives in jobs_archive and reads as absent.
+-- The hot table only: a pruned job lives in jobs_archive and reads as absent. The two
+-- times a caller sets are clamped into years 1..9999 (see claim.sql).
 SELECT j.id, j.queue, j.actor, j.payload::text AS payload, j.status, j.priority, j.attempt,
-       j.max_attempts, j.fencing_token, j.created_at, j.scheduled_at, j.started_at,
-       j.finished_at, j.locked_by, j.lock_expires_at, j.cancel_phase, j.cancel_requested_at,
-       j.schedule_to_close, j.identity_key, j.fairness_key, j.idempotency_key,
+       j.max_attempts, j.fencing_token, j.created_at,
+       LEAST(GREATEST(j.scheduled_at, '0001-01-01 00:00:00+00'),
+             '9999-12-31 23:59:59+00') AS scheduled_at,
+       j.started_at, j.finished_at, j.locked_by, j.lock_expires_at, j.cancel_phase,
+       j.cancel_requested_at,
+       CASE WHEN j.schedule_to_close IS NOT NULL  -- GREATEST would turn NULL into 0001
+            THEN LEAST(GREATEST(j.schedule_to_close, '0001-01-01 00:00:00+00'),
+                       '9999-12-31 23:59:59+00') END AS schedule_to_close,
+       j.identity_key, j.fairness_key, j.idempotency_key,
        j.metadata::text AS metadata, j.tags, j.result::text AS result, j.result_expires_at,
        j.last_error, j.trace_id, j.span_id
 FROM {schema}.jobs j

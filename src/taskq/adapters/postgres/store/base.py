@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -10,7 +11,7 @@ from typing import Final
 from taskq.adapters.postgres.driver import Driver
 from taskq.adapters.postgres.schema import Schema
 from taskq.adapters.postgres.store.rows import check_aware
-from taskq.domain.errors import StoreUnavailable
+from taskq.domain.errors import ConfigurationError, StoreClosed
 
 #: How often a statement that lost a race (deadlock, unique conflict) is re-run.
 CONFLICT_RETRIES: Final = 5
@@ -60,6 +61,8 @@ class StoreCore:
         self._budgets = budgets or LockBudgets()
         self._on_close = on_close
         self._closed = False
+        # The event loop of the first call: the pool's connections belong to it.
+        self._loop: asyncio.AbstractEventLoop | None = None
         # Claim request shapes (queues, actors) last seen to need claim_mixed.
         self._mixed_claims: set[tuple[tuple[str, ...], tuple[str, ...]]] = set()
 
@@ -70,8 +73,26 @@ class StoreCore:
     def _begin(self, now: datetime | None = None) -> datetime | None:
         """Refuse a closed store, then check ``now`` (``None``: the database clock)."""
         if self._closed:
-            raise StoreUnavailable("Postgres store is closed")
+            raise StoreClosed("Postgres store is closed")
+        self._check_loop()
         return check_aware(now)
+
+    def _check_loop(self) -> None:
+        """Refuse a call from another event loop than the first call's.
+
+        A pool's connections belong to the loop they were opened on: from another
+        loop asyncpg fails deep inside and psycopg waits forever.
+        """
+        loop = asyncio.get_running_loop()
+        if self._loop is None:
+            self._loop = loop
+        elif loop is not self._loop:
+            raise ConfigurationError(
+                "this TaskQ client/store is bound to the event loop it was first used on "
+                "and was now called from another one (its pool's connections cannot "
+                "move between loops): open one client per event loop, for example "
+                "per test when each test runs its own loop"
+            )
 
     async def close(self) -> None:
         """Idempotent; closes the pool only when the store built it."""

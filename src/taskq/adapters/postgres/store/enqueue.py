@@ -33,6 +33,7 @@ never aborts the caller's transaction, and gives ``lock_timeout`` back.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -658,9 +659,13 @@ class BoundEnqueuer:
     transaction. The caller owns the connection: nothing here closes it.
     """
 
-    def __init__(self, driver: Driver, enqueuer: Enqueuer) -> None:
+    def __init__(
+        self, driver: Driver, enqueuer: Enqueuer, lock: asyncio.Lock | None = None
+    ) -> None:
         self._driver = driver
         self._enqueuer = enqueuer
+        # The connection's lock (see connection_locks): calls on it take turns.
+        self._lock = lock if lock is not None else asyncio.Lock()
 
     async def enqueue(self, job: NewJob, *, now: datetime | None = None) -> EnqueueResult:
         return (await self.enqueue_many([job], now=now))[0]
@@ -668,7 +673,8 @@ class BoundEnqueuer:
     async def enqueue_many(
         self, jobs: Sequence[NewJob], *, now: datetime | None = None
     ) -> list[EnqueueResult]:
-        return await self._enqueuer.enqueue_many(self._driver, jobs, now, bound=True)
+        async with self._lock:
+            return await self._enqueuer.enqueue_many(self._driver, jobs, now, bound=True)
 
 
 __all__ = ["COPY_MIN_JOBS", "BoundEnqueuer", "Enqueuer"]

@@ -19,7 +19,7 @@ from taskq.adapters.postgres.driver import Driver
 from taskq.adapters.postgres.schema import Schema
 from taskq.adapters.postgres.store.base import LockBudgets
 from taskq.adapters.postgres.store.queue_store import PostgresQueueStore
-from taskq.domain.errors import StoreUnavailable
+from taskq.domain.errors import StoreClosed
 
 
 class ClosablePool(Protocol):
@@ -81,7 +81,8 @@ class PooledQueueStore(PostgresQueueStore, Generic[PoolT]):
         if self._pool is not None:
             return self._pool
         if self._closed:
-            raise StoreUnavailable("Postgres store is closed")
+            raise StoreClosed("Postgres store is closed")
+        self._check_loop()
         async with self._opening:
             if self._pool is None:
                 if self._factory is not None:

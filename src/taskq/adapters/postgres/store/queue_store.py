@@ -12,6 +12,7 @@ from taskq.adapters.postgres.store.actor_config import ActorConfigOps
 from taskq.adapters.postgres.store.base import LockBudgets
 from taskq.adapters.postgres.store.cancel import CancelOps
 from taskq.adapters.postgres.store.claim import ClaimOps
+from taskq.adapters.postgres.store.connection_locks import connection_lock
 from taskq.adapters.postgres.store.enqueue import BoundEnqueuer, Enqueuer
 from taskq.adapters.postgres.store.finish import FinishOps
 from taskq.adapters.postgres.store.maintenance import MaintenanceOps
@@ -20,6 +21,7 @@ from taskq.adapters.postgres.store.reads import ReadOps
 from taskq.adapters.postgres.store.retention import RetentionOps
 from taskq.adapters.postgres.store.wake_gate import WakeGate
 from taskq.adapters.postgres.store.workers import WorkerOps
+from taskq.domain.errors import StoreClosed
 from taskq.domain.job import EnqueueResult, NewJob
 from taskq.domain.storable import check_new_job, check_new_jobs
 from taskq.ports.store_params import (
@@ -108,10 +110,13 @@ class PostgresQueueStore(
         check_new_jobs(jobs)  # no statement the server would refuse (JSON: the server checks)
         return await self._enqueuer.enqueue_many(self._driver, jobs, now, bound=False)
 
-    def _bound_enqueuer(self, driver: Driver) -> BoundEnqueuer:
-        """A JobEnqueuer running on ``driver`` (one caller-owned connection)."""
-        self._begin()
-        return _CheckedBoundEnqueuer(driver, self._enqueuer)
+    def _bound_enqueuer(self, driver: Driver, connection: object) -> BoundEnqueuer:
+        """A JobEnqueuer running on ``driver`` (on ``connection``, caller-owned: the driver's
+        own connection object, whose lock makes calls on it take turns)."""
+        if self._closed:
+            raise StoreClosed("Postgres store is closed")
+        # No loop check: the caller's connection, not this store's pool, runs the statements.
+        return _CheckedBoundEnqueuer(driver, self._enqueuer, connection_lock(connection))
 
 
 class _CheckedBoundEnqueuer(BoundEnqueuer):

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from taskq.adapters.postgres.store.base import StoreCore
 from taskq.adapters.postgres.store.rows import attempt_from_row, job_from_row
-from taskq.domain.job import AttemptRecord, Job
+from taskq.domain.job import AttemptRecord, Job, job_id_can_exist
 from taskq.domain.status import JobStatus
 from taskq.ports.store_params import QueueDepth
 
@@ -14,11 +14,15 @@ from taskq.ports.store_params import QueueDepth
 class ReadOps(StoreCore):
     async def get(self, job_id: int) -> Job | None:
         self._begin()
+        if not job_id_can_exist(job_id):
+            return None
         row = await self._driver.fetchrow("get_job", job_id=job_id)
         return None if row is None else job_from_row(row)
 
     async def attempts(self, job_id: int) -> list[AttemptRecord]:
         self._begin()
+        if not job_id_can_exist(job_id):
+            return []
         rows = await self._driver.fetch("job_attempts", job_id=job_id)
         return [attempt_from_row(row) for row in rows]
 
