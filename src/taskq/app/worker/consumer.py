@@ -577,6 +577,8 @@ def _outcome_of(active: ActiveJob, task: asyncio.Task[Any]) -> tuple[Outcome, bo
     reason = active.cancel_reason
     if active.actor_ended is not None:
         # The actor had ended: a cancel during its teardown cannot change that.
+        if task.done() and not task.cancelled():
+            task.exception()  # retrieved here, or asyncio logs it as never retrieved
         value, exc, reason = active.actor_ended
     elif task.cancelled():
         if reason is None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import gc
 from collections.abc import Iterator
 from typing import Annotated
 
@@ -103,3 +105,28 @@ async def test_a_base_exception_in_a_teardown_is_logged_and_changes_nothing(
     assert stored.result == 42
     [failed] = [r for r in caplog.records if r.getMessage() == "di-teardown-failed"]
     assert type(error).__name__ in failed.error  # type: ignore[attr-defined]
+
+
+async def test_a_failed_jobs_task_error_is_taken_not_left_for_asyncio_to_report(
+    backend: MemoryBackend, clock: FakeClock, client: MemoryQueueStore
+) -> None:
+    """The outcome comes from the actor's own end, but the task's error must still be
+    retrieved: else asyncio reports 'Task exception was never retrieved' on stderr
+    for every failed job with dependencies."""
+    reported: list[dict[str, object]] = []
+    loop = asyncio.get_running_loop()
+    loop.set_exception_handler(lambda _loop, context: reported.append(context))
+    try:
+
+        def session() -> Iterator[Session]:
+            yield Session()
+
+        deps = Dependencies()
+        deps.register(Session, session, scope=Scope.TRANSIENT)
+        run, job_id = await _start(backend, clock, client, refuse, deps)
+        assert await run.stop() == 0
+        assert (await job(client, job_id)).status is JobStatus.FAILED
+        gc.collect()  # a task's unretrieved error is reported when the task is freed
+    finally:
+        loop.set_exception_handler(None)
+    assert [c.get("message") for c in reported] == []
