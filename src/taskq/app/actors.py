@@ -336,9 +336,10 @@ class ActorRef(Generic[P, R]):
     def _validate_payload(self, raw: object, *, stored: bool) -> P:
         try:
             # pydantic-core directly: what model_validate wraps, with its defaults.
-            # Stored JSON is keyed by field name, as it is dumped.
+            # Stored JSON is keyed by field name, as TaskQ dumps it; aliases are read
+            # too, for rows other producers wrote the way the model reads them.
             model: P = self.payload_type.__pydantic_validator__.validate_python(
-                raw, by_alias=False if stored else None, by_name=True if stored else None
+                raw, by_alias=True if stored else None, by_name=True if stored else None
             )
         except ValidationError as exc:
             raise PayloadValidationError(
@@ -510,7 +511,7 @@ class ActorRef(Generic[P, R]):
     def load_result(self, raw: JSON) -> R:
         """The typed result for stored JSON ``raw``; ``ValueError`` if it does not validate."""
         try:
-            return cast(R, self._result_adapter.validate_python(raw, by_alias=False, by_name=True))
+            return cast(R, self._result_adapter.validate_python(raw, by_alias=True, by_name=True))
         except ValidationError as exc:
             raise ValueError(
                 f"actor {self.name!r}: stored result is not a valid {self._result_label}: {exc}"

@@ -129,6 +129,15 @@ async def test_aliased_fields_are_stored_by_name_and_read_back(client: JobsClien
     assert on_signup.load_result(result) == Welcome(greetingText="hi")
 
 
+def test_stored_json_keyed_by_alias_is_read_too() -> None:
+    """Rows another producer wrote with the model's (validation) aliases, as the
+    model itself reads them, load as well as TaskQ's own rows keyed by name."""
+    model = Signup(userId=7, src="app")  # type: ignore[call-arg]
+    assert on_signup.load_payload({"userId": 7, "src": "app"}) == model
+    assert on_signup.load_payload({"user_id": 7, "source": "app"}) == model
+    assert on_signup.load_result({"greetingText": "hi"}) == Welcome(greetingText="hi")
+
+
 async def test_a_subclass_instance_stores_only_the_declared_fields(client: JobsClient) -> None:
     """An instance of a subclass of the payload model is dumped as the declared model:
     its extra fields (here a token) are not written."""
