@@ -594,10 +594,13 @@ class WorkerSettings(TaskQSettings):
         The worker logs them once at start (``worker-settings-inert``), so nobody
         silently gets nothing; ``docs/settings.md`` says what each is planned for.
         """
+        # A switch turned off asks for nothing, so it is not named (the integration
+        # tests' workers turn health off, as operators without probes do).
         named = [
             env_var(name)
             for name in INERT_SETTINGS
-            if getattr(self, name) != WorkerSettings.model_fields[name].get_default()
+            if getattr(self, name) is not False
+            and getattr(self, name) != WorkerSettings.model_fields[name].get_default()
         ]
         if self.pg_dsn_pooled != self.pg_dsn:
             named.append(env_var("pg_dsn_pooled"))

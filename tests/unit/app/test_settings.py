@@ -834,6 +834,10 @@ def test_inert_settings_names_only_those_set_to_something_else() -> None:
         WS.load_from_dict({"health_enabled": True, "worker_group": "default"}).inert_settings()
         == []
     )
+    # Turning off what is not there yet asks for nothing: no warning.
+    assert (
+        WS.load_from_dict({"health_enabled": False, "otel_enabled": False}).inert_settings() == []
+    )
     changed = WS.load_from_dict(
         {
             "TASKQ_WORKER_GROUP": "billing",
