@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator
 
 import pytest
 from pydantic import BaseModel
 
 from taskq import JobsClient
-from taskq.adapters.memory import FakeClock, MemoryBackend
 from taskq.app.actors import actor
 from taskq.app.unstorable import find_unstorable
 
@@ -21,13 +19,6 @@ class Reading(BaseModel):
 
 @actor
 async def record(payload: Reading) -> None: ...
-
-
-@pytest.fixture
-async def client() -> AsyncIterator[JobsClient]:
-    clock = FakeClock()
-    async with JobsClient(MemoryBackend(clock=clock).store(), clock=clock) as jobs_client:
-        yield jobs_client
 
 
 @pytest.mark.parametrize(

@@ -3,14 +3,13 @@ one-shot iterable are read once and kept."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any, cast
 
 import pytest
 from pydantic import BaseModel
 
 from taskq import JobsClient
-from taskq.adapters.memory import FakeClock, MemoryBackend
+from taskq.adapters.memory import FakeClock
 from taskq.app.actors import actor
 
 
@@ -20,13 +19,6 @@ class Num(BaseModel):
 
 @actor
 async def ping(payload: Num) -> None: ...
-
-
-@pytest.fixture
-async def client() -> AsyncIterator[JobsClient]:
-    clock = FakeClock()
-    async with JobsClient(MemoryBackend(clock=clock).store(), clock=clock) as jobs_client:
-        yield jobs_client
 
 
 async def test_tags_from_a_generator_are_kept(client: JobsClient) -> None:

@@ -5,14 +5,12 @@ aliased fields that round-trip."""
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from pydantic import BaseModel, Field, SecretBytes, SecretStr
 
 from taskq import JobsClient
-from taskq.adapters.memory import FakeClock, MemoryBackend
 from taskq.app.actors import actor
 from taskq.domain.errors import ConfigurationError, PayloadValidationError
 
@@ -67,13 +65,6 @@ class Tree(BaseModel):
 
 @actor
 async def tree(payload: Tree) -> None: ...
-
-
-@pytest.fixture
-async def client() -> AsyncIterator[JobsClient]:
-    clock = FakeClock()
-    async with JobsClient(MemoryBackend(clock=clock).store(), clock=clock) as jobs_client:
-        yield jobs_client
 
 
 @pytest.mark.parametrize(
