@@ -167,6 +167,8 @@ class ShutdownOrchestrator:
             # re-pends only what was still queued. Unconfirmed marks: no drain
             # (the queued jobs come back when their leases expire instead).
             marked = state.start_marks is None or await state.start_marks.flush()
+            if marked and state.unwritten:
+                marked = await _mark_unwritten(state)
             if not marked:
                 events.emit(
                     events.JOB_WRITE_FAILED,
@@ -251,3 +253,26 @@ def install_signal_handlers(orchestrator: ShutdownOrchestrator) -> Callable[[], 
             loop.remove_signal_handler(sig)
 
     return remove
+
+
+async def _mark_unwritten(state: WorkerState) -> bool:
+    """Start marks for the jobs that ran but whose terminal write failed.
+
+    They left the consumers, and so the start marks, without a ``started_at``
+    of their own: the drain would take them for jobs that never started and
+    re-pend them with the attempt refunded, to run again. Marked, they stay with
+    their lease and the sweep. False when the marks did not land (then nothing
+    is drained).
+    """
+    try:
+        await state.store.mark_started(tuple(state.unwritten))
+    except Exception as exc:  # the store that failed the writes may fail this too
+        events.emit(
+            events.JOB_WRITE_FAILED,
+            logging.ERROR,
+            write="drain_unstarted",
+            error=f"start marks of jobs whose outcome was not written failed ({exc}); "
+            "queued jobs are left to their lease",
+        )
+        return False
+    return True

@@ -221,3 +221,42 @@ async def test_a_drain_during_an_outstanding_write_does_not_repend_that_job(
     done = await job(client, job_id)
     assert Counter({1: 1}) == RUNS
     assert done.status is JobStatus.SUCCEEDED
+
+
+class FailingFinish(StoreProxy):
+    """The memory store whose terminal writes fail with an error it does not translate
+    (a custom adapter's audit hook, a driver error that escaped)."""
+
+    async def finish_many(self, outcomes: Sequence[Finish]) -> list[Lease]:
+        raise ConnectionError("audit db connection reset")
+
+    async def finish_and_claim(
+        self, finishes: Sequence[Finish], request: ClaimRequest
+    ) -> tuple[list[Lease], list[ClaimedJob]]:
+        if finishes:
+            raise ConnectionError("audit db connection reset")
+        return [], await self._inner.claim(request)
+
+
+async def test_a_job_whose_terminal_write_failed_is_not_drained_as_never_started(
+    backend: MemoryBackend, clock: FakeClock, client: MemoryQueueStore
+) -> None:
+    """A quick non-retryable job ran and its terminal write failed, then the worker
+    stopped: the drain took the job for one that never started (no start mark) and
+    re-pended it with its attempt refunded, so the next worker ran it again. It ran:
+    it stays with its lease, for the sweep."""
+    [job_id] = await enqueue(client, clock, broken, 1)
+    first = WorkerRun(backend, clock, REGISTRY, store=FailingFinish(backend.store()))
+    await first.start()
+    await first.advance(1)
+    assert Counter({1: 1}) == RUNS
+    await first.stop()
+    held = await job(client, job_id)
+    assert held.status is JobStatus.RUNNING
+    assert held.attempt == 1
+
+    second = WorkerRun(backend, clock, REGISTRY)
+    await second.start()
+    await second.advance(1)
+    await second.stop()
+    assert Counter({1: 1}) == RUNS
