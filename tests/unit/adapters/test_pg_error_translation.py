@@ -87,3 +87,8 @@ def test_scrub_password_hides_a_dsn_password_as_written_and_decoded() -> None:
     )
     assert scrub_password("p=s3cr t", "host=h password='s3cr t'") == "p=***"
     assert scrub_password("x%40y", "postgresql://u:x%2540y@h/db") == "***"
+    # A password equal to the user or database name is no secret the message keeps:
+    # blanking it would turn 'role "taskq"' and '"taskq".jobs' into '***'.
+    default = "postgresql://taskq:taskq@localhost:5432/taskq"
+    assert scrub_password('role "taskq" does not exist', default) == 'role "taskq" does not exist'
+    assert scrub_password('role "app"', "user=app password=app dbname=db") == 'role "app"'

@@ -55,9 +55,20 @@ def scrub_password(text: str, dsn: str) -> str:
     """
     secrets = [m.group(1) for m in _URL_PASSWORD.finditer(dsn)]
     secrets += [m.group(1).strip("'") for m in _PARAM_PASSWORD.finditer(dsn)]
-    for secret in sorted({*secrets, *(unquote(s) for s in secrets)} - {""}, key=len, reverse=True):
+    # A password that is also the user or database name (taskq:taskq@.../taskq) hides
+    # nothing the message may name anyway, and hiding it would blank those names too.
+    public = {_dsn_user(dsn), dsn_database(dsn)}
+    found = {*secrets, *(unquote(s) for s in secrets)} - {""} - public
+    for secret in sorted(found, key=len, reverse=True):
         text = text.replace(secret, "***")
     return text
+
+
+def _dsn_user(dsn: str) -> str | None:
+    if "://" in dsn:
+        match = re.search(r"://([^:/@?#]*)(?::[^@/?#]*)?@", dsn)
+        return unquote(match.group(1)) if match else None
+    return {k: v.strip("'") for k, v in _KEYWORD.findall(dsn)}.get("user")
 
 
 __all__ = ["DEFAULT_PORT", "dsn_database", "dsn_location", "scrub_password"]
