@@ -16,9 +16,11 @@ runs.
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 import pytest_asyncio
@@ -75,6 +77,41 @@ def load_factory(spec: str) -> HarnessFactory:
     return factory
 
 
+SHAPE = (
+    "a harness factory is a function taking no arguments that returns an async context "
+    "manager yielding contracts.harness.Harness (an async def decorated with "
+    "@contextlib.asynccontextmanager)"
+)
+
+
+def shape_problem(factory: object) -> str | None:
+    """What is wrong with the factory's shape, seen without calling it; None if nothing."""
+    try:
+        params = inspect.signature(factory).parameters.values()  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        params = None
+    required = [
+        p.name
+        for p in params or ()
+        if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    ]
+    if required:
+        return f"it needs arguments ({', '.join(required)})"
+    wrapped = getattr(factory, "__wrapped__", None)
+    if inspect.iscoroutinefunction(factory):
+        return "it is a plain async def (a call gives a coroutine, not a context manager)"
+    if inspect.isasyncgenfunction(factory):
+        return "it is an async generator function without @contextlib.asynccontextmanager"
+    if inspect.isgeneratorfunction(factory) or inspect.isgeneratorfunction(wrapped):
+        return "it is a sync generator or @contextlib.contextmanager, not an async one"
+    return None
+
+
+def _not_a_factory(adapter: Adapter, problem: str) -> NoReturn:
+    """Stop the whole run once: every test would fail the same way."""
+    pytest.exit(f"{adapter.spec} is not a harness factory: {problem}; {SHAPE}", returncode=4)
+
+
 def adapter_id_for(spec: str) -> str:
     """The test id of a user factory: its callable name without a ``_harness`` suffix."""
     name = spec.rpartition(":")[2].rpartition(".")[2]
@@ -120,6 +157,9 @@ def pytest_configure(config: pytest.Config) -> None:
             factory = load_factory(user_spec)
         except Exception as exc:
             raise pytest.UsageError(f"{OPTION}={user_spec}: {_describe(exc)}") from exc
+        problem = shape_problem(factory)
+        if problem is not None:
+            raise pytest.UsageError(f"{OPTION}={user_spec}: {problem}; {SHAPE}")
         adapters.append(Adapter(adapter_id_for(user_spec), user_spec, factory))
     else:
         for adapter_id, module, attr in BUILTIN_ADAPTERS:
@@ -187,7 +227,14 @@ async def harness(request: pytest.FixtureRequest) -> AsyncIterator[Harness]:
     if adapter.factory is None:
         pytest.fail(f"{adapter.id} harness factory {adapter.spec} failed: {adapter.problem}")
     required = _required_capabilities(request.node)
-    async with adapter.factory() as h:
+    manager: object = adapter.factory()  # what a malformed factory returns is checked here
+    if not (hasattr(manager, "__aenter__") and hasattr(manager, "__aexit__")):
+        if inspect.iscoroutine(manager):
+            manager.close()  # never awaited: no "coroutine was never awaited" warning
+        _not_a_factory(adapter, f"it returned {type(manager).__name__}")
+    async with manager as h:
+        if not isinstance(h, Harness):
+            _not_a_factory(adapter, f"its context manager yielded {type(h).__name__}")
         missing = sorted(required - harness_capabilities(h))
         if missing:
             pytest.skip(f"adapter {h.name!r} lacks capability {', '.join(missing)}")

@@ -6,7 +6,9 @@ the worker has drained the queue and returned its exit code. A retry with a
 one-minute backoff takes microseconds.
 
 Run it directly (``python docs/examples/worker_in_app_test.py``) or under
-pytest: ``test_signup_emails_are_sent`` is an ordinary async test.
+pytest with pytest-asyncio (``pytest docs/examples/worker_in_app_test.py``):
+``test_signup_emails_are_sent`` is an ordinary async test, marked for
+pytest-asyncio's default strict mode by ``pytestmark`` below.
 """
 
 from __future__ import annotations
@@ -41,6 +43,13 @@ async def send_welcome(payload: Signup) -> str:
 
 
 # -- the application's test ---------------------------------------------------------------
+
+try:  # strict mode (pytest-asyncio's default) runs only marked async tests
+    import pytest
+
+    pytestmark = pytest.mark.asyncio
+except ImportError:  # run directly, without pytest installed
+    pass
 
 
 async def test_signup_emails_are_sent() -> None:

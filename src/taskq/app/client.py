@@ -24,12 +24,13 @@ import itertools
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, Protocol, Self, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, Self, TypeVar, cast
 
 from pydantic import BaseModel
 
 from taskq.app.actors import ActorRef
 from taskq.app.handle import JobHandle, WallClock
+from taskq.app.port_check import check_methods
 from taskq.app.unstorable import unstorable_error
 from taskq.domain.errors import ConfigurationError, PayloadValidationError
 from taskq.domain.job import JSON, EnqueueResult, Job, UniformJobs, job_id_can_exist
@@ -51,6 +52,10 @@ class ClientStore(JobEnqueuer, JobReader, JobCanceller, Protocol):
     """The store roles a client uses (any ``QueueStore`` has them)."""
 
     async def close(self) -> None: ...
+
+
+#: What the client and its handles call on the store (``bound_to`` is optional).
+CLIENT_STORE_METHODS: Final = ("enqueue", "enqueue_many", "get", "request_cancel", "close")
 
 
 class TransactionBinding(Protocol):
@@ -98,6 +103,7 @@ class JobsClient:
     def __init__(
         self, store: ClientStore, *, owns_store: bool = False, clock: Clock | None = None
     ) -> None:
+        check_methods("the client's store", store, CLIENT_STORE_METHODS)
         self._store = store
         self._owns_store = owns_store
         self._clock: Clock = clock if clock is not None else WallClock()

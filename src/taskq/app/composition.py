@@ -31,6 +31,7 @@ from taskq.app.connection_overrides import (  # re-exported: callers look the ev
 )
 from taskq.app.connection_overrides import check_overrides, dedicated_conn, store_source
 from taskq.app.connections import WorkerConnections
+from taskq.app.port_check import check_given_ports, check_worker_ports
 from taskq.app.settings import BUILTIN_DRIVERS, TaskQSettings, WorkerSettings, redact_url
 from taskq.app.worker.ports import WorkerPorts
 from taskq.domain.errors import (
@@ -161,8 +162,47 @@ async def build_worker_ports(
     Raises ``ConfigurationError`` when a port cannot be built (including an
     override of the wrong driver, or overrides with a custom ``TASKQ_DRIVER``)
     and ``StoreUnavailable`` when a built store cannot reach its database.
+    Every port is checked for its protocol's methods (``ConfigurationError``
+    naming the port and what it lacks) before the worker registers.
     """
+    check_given_ports(
+        store=store,
+        leader_lock=leader_lock,
+        notifier=notifier,
+        rate_limiter=rate_limiter,
+        clock=clock,
+    )
+    ports = await _build_worker_ports(
+        settings,
+        store=store,
+        leader_lock=leader_lock,
+        notifier=notifier,
+        rate_limiter=rate_limiter,
+        clock=clock,
+        connections=connections,
+    )
+    try:
+        check_worker_ports(ports)
+    except ConfigurationError:
+        await ports.close_owned()
+        raise
+    return ports
+
+
+async def _build_worker_ports(
+    settings: WorkerSettings,
+    *,
+    store: QueueStore | None,
+    leader_lock: LeaderLock | None,
+    notifier: Notifier | None,
+    rate_limiter: RateLimiter | None,
+    clock: Clock | None,
+    connections: WorkerConnections | None,
+) -> WorkerPorts:
+    given_clock, builtin = clock, settings.driver in BUILTIN_DRIVERS
     clock = clock if clock is not None else _system_clock()
+    if settings.redis_url is not None and rate_limiter is None and not builtin:
+        _warn_ignored_redis(settings.driver)
     wants_notifier = settings.notify_enabled and notifier is None
     overrides = connections is not None and connections.has_any()
     wants_redis = rate_limiter is None and (
@@ -227,8 +267,23 @@ async def build_worker_ports(
         leader_lock=leader_lock,
         notifier=notifier,
         rate_limiter=rate_limiter,
-        clock=clock,
+        # The factory's clock (say, its database's) unless the caller passed one.
+        clock=given_clock if given_clock is not None else built.clock,
         owned=frozenset(owned),
+    )
+
+
+def _warn_ignored_redis(driver: str) -> None:
+    import logging
+
+    from taskq.app.worker import events
+
+    events.emit(
+        events.WORKER_SETTINGS_IGNORED,
+        logging.WARNING,
+        settings=["TASKQ_REDIS_URL"],
+        note=f"TASKQ_DRIVER={driver} names a factory: its ports (and its rate limiter, "
+        "or none) are used, not a Redis one",
     )
 
 
@@ -432,6 +487,7 @@ async def _postgres_worker_ports(
     )
     owned: set[str] = set()
     built: list[_Closeable] = []
+    on_dsn: list[str] = []  # the ports that open their own connection from the DSN
     try:
         pg_limiter: RateLimiter | None = None
         if store is None:
@@ -455,6 +511,7 @@ async def _postgres_worker_ports(
             leader_lock = kit.leader_lock(dsn, schema=schema, conn=conn, owns_conn=owns)
             owned.add("leader_lock")
             built.append(leader_lock)
+            on_dsn += ["leader_lock"] if conn is None else []
         if notifier is None and settings.notify_enabled:
             conn, owns = await dedicated_conn(
                 connections, "notify_conn", kit.conn_type, settings.driver
@@ -469,6 +526,11 @@ async def _postgres_worker_ports(
             )
             owned.add("notifier")
             built.append(notifier)
+            on_dsn += ["notifier"] if conn is None else []
+        if on_dsn and "store" not in owned:
+            # Nothing has connected yet: an unreachable DSN would only show as a leader
+            # that is never elected (promotions and lease sweeps never run).
+            await _probe_dsn(settings, on_dsn)
         if rate_limiter is None:
             # The Postgres limiter shares the store's pool; the worker only extends and
             # sweeps reservations.
@@ -488,6 +550,21 @@ async def _postgres_worker_ports(
         clock=clock,
         owned=frozenset(owned),
     )
+
+
+async def _probe_dsn(settings: WorkerSettings, roles: list[str]) -> None:
+    """Connect once to the direct DSN, for ``roles`` built on it; refuse the start if it fails."""
+    try:
+        conn = await asyncpg_migrate.connect(settings.pg_dsn_direct)
+    except TaskQError as exc:
+        given = " and ".join(f"{role}=" for role in roles)
+        were, them = ("was", "it") if len(roles) == 1 else ("were", "them")
+        raise type(exc)(
+            f"no {given} {were} given, so TaskQ builds {them} on Postgres "
+            f"(TASKQ_DRIVER={settings.driver}, TASKQ_PG_DSN_DIRECT), which fails: {exc}; "
+            f"pass {given} to the worker, or fix TASKQ_PG_DSN_DIRECT"
+        ) from exc
+    await conn.close()
 
 
 async def _check_schema(store: PooledQueueStore[Any]) -> None:

@@ -153,6 +153,12 @@ class Worker:
         except TaskQError as exc:
             # Bad configuration, actor-config drift, or no database to register with.
             return self._refuse(exc)
+        except Exception as exc:
+            # A bug (a custom store's, say): refused like the rest, the traceback logged.
+            if not isinstance(exc, startup.StartStepFailed):
+                exc = startup.StartStepFailed("start-up", exc)
+            events.emit(events.WORKER_START_FAILED, logging.ERROR, exc_info=True, step=exc.step)
+            return self._refuse(exc)
         try:
             async with AsyncExitStack() as stack:
                 # The watchdog is stopped last: its deadline also bounds the scopes' close

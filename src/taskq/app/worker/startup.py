@@ -17,10 +17,11 @@ Actor-config sync (after ``register_worker``):
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Final
 
 from taskq.app.settings import unknown_variables
@@ -47,19 +48,21 @@ async def start(state: WorkerState, *, force: bool) -> None:
     """Register the worker and sync actor config; deregisters again if the sync refuses."""
     require_rate_limiter(state.registry, state.ports.rate_limiter)
     settings = state.settings
-    await state.store.register_worker(
-        WorkerInfo(
-            worker_id=state.worker_id,
-            hostname=socket.gethostname(),
-            pid=os.getpid(),
-            queues=state.queues,
-            actors=sorted(state.registry),
-            worker_label=settings.worker_label,
-            workgroup_instance=settings.workgroup_instance,
+    with _step("store.register_worker"):
+        await state.store.register_worker(
+            WorkerInfo(
+                worker_id=state.worker_id,
+                hostname=socket.gethostname(),
+                pid=os.getpid(),
+                queues=state.queues,
+                actors=sorted(state.registry),
+                worker_label=settings.worker_label,
+                workgroup_instance=settings.workgroup_instance,
+            )
         )
-    )
     try:
-        await sync_actor_configs(state, force=force)
+        with _step("store.sync_actor_configs"):
+            await sync_actor_configs(state, force=force)
     except BaseException:
         await deregister(state)
         raise
@@ -88,6 +91,25 @@ async def start(state: WorkerState, *, force: bool) -> None:
         max_concurrency=settings.max_concurrency,
         pid=os.getpid(),
     )
+
+
+class StartStepFailed(Exception):
+    """A start-up step raised something unexpected (a bug): ``step`` names it."""
+
+    def __init__(self, step: str, error: Exception) -> None:
+        super().__init__(f"{step} failed: {type(error).__name__}: {error}")
+        self.step = step
+
+
+@contextlib.contextmanager
+def _step(name: str) -> Iterator[None]:
+    """Name the step an unexpected exception came from; TaskQ's own errors pass as they are."""
+    try:
+        yield
+    except TaskQError:
+        raise
+    except Exception as exc:
+        raise StartStepFailed(name, exc) from exc
 
 
 def require_rate_limiter(registry: Mapping[str, ActorLike], limiter: RateLimiter | None) -> None:

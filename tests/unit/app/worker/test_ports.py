@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from tests.integration.worker.support import server_dsn_or_skip
 from tests.unit.app.worker.harness import make_settings
 
 from taskq.adapters.asyncpg.leader_lock import AsyncpgLeaderLock
@@ -45,10 +46,11 @@ async def test_notify_off_needs_no_notifier(backend: MemoryBackend, clock: FakeC
 
 
 async def test_asyncpg_fills_in_the_lock_and_notifier(backend: MemoryBackend) -> None:
-    """TASKQ_DRIVER=asyncpg builds the leader lock and notifier on the direct DSN, owned."""
+    """TASKQ_DRIVER=asyncpg builds the leader lock and notifier on the direct DSN, owned
+    (the DSN is connected to once at start: see test_custom_ports.py)."""
     store = backend.store()
     ports = await build_worker_ports(
-        make_settings(driver="asyncpg", pg_dsn="postgresql://u:p@db:5432/app"), store=store
+        make_settings(driver="asyncpg", pg_dsn=server_dsn_or_skip()), store=store
     )
     assert isinstance(ports.leader_lock, AsyncpgLeaderLock)
     assert isinstance(ports.notifier, AsyncpgNotifier)
@@ -59,7 +61,8 @@ async def test_asyncpg_fills_in_the_lock_and_notifier(backend: MemoryBackend) ->
 
 async def test_psycopg_fills_in_its_own_lock_and_notifier(backend: MemoryBackend) -> None:
     """TASKQ_DRIVER=psycopg builds the psycopg twins."""
-    ports = await build_worker_ports(make_settings(driver="psycopg"), store=backend.store())
+    settings = make_settings(driver="psycopg", pg_dsn=server_dsn_or_skip())
+    ports = await build_worker_ports(settings, store=backend.store())
     assert isinstance(ports.leader_lock, PsycopgLeaderLock)
     assert isinstance(ports.notifier, PsycopgNotifier)
     await ports.close_owned()

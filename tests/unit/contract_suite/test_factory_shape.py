@@ -1,0 +1,76 @@
+"""A malformed harness factory is refused once, saying what a factory must be.
+
+Was: ~296 identical raw errors ("'coroutine' object does not support the asynchronous
+context manager protocol") over 15 s. Runs the suite as an adapter author would: pytest
+from another directory, strict-mode pytest-asyncio, the plugin loaded with -p.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+MODULE = "tests.unit.contract_suite.bad_factories"
+SHAPE = "a harness factory is a function taking no arguments that returns an async context"
+
+
+def _run_suite(tmp_path: Path, factory: str) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+    }
+    args = ["--pyargs", "contracts", "-p", "contracts.plugin", "-p", "no:randomly", "-q"]
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", *args, f"--taskq-adapter={MODULE}:{factory}"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize(
+    ("factory", "problem"),
+    [
+        ("plain_async", "it is a plain async def"),
+        ("sync_cm", "it is a sync generator or @contextlib.contextmanager"),
+        ("needs_arg", "it needs arguments (dsn)"),
+        ("async_gen", "it is an async generator function without @contextlib.asynccontextmanager"),
+    ],
+)
+def test_a_factory_of_the_wrong_kind_is_a_usage_error(
+    tmp_path: Path, factory: str, problem: str
+) -> None:
+    """Seen without calling it: refused before any test runs."""
+    result = _run_suite(tmp_path, factory)
+    output = result.stdout + result.stderr
+    assert result.returncode == 4, output
+    assert f"--taskq-adapter={MODULE}:{factory}: {problem}" in output
+    assert output.count(SHAPE) == 1
+
+
+@pytest.mark.parametrize(
+    ("factory", "problem"),
+    [
+        ("returns_coroutine", "it returned coroutine"),
+        ("yields_dict", "its context manager yielded dict"),
+        ("yields_store", "its context manager yielded MemoryQueueStore"),
+    ],
+)
+def test_a_factory_giving_the_wrong_thing_stops_the_run_once(
+    tmp_path: Path, factory: str, problem: str
+) -> None:
+    """Seen only when entered: the first test stops the run with one message."""
+    result = _run_suite(tmp_path, factory)
+    output = result.stdout + result.stderr
+    assert result.returncode == 4, output
+    assert f"{MODULE}:{factory} is not a harness factory: {problem}; {SHAPE}" in output
+    assert output.count(SHAPE) == 1
+    assert "asynchronous context manager protocol" not in output
+    assert "no tests ran" in output
