@@ -194,10 +194,12 @@ class Isolation:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReclaimReport:
-    """Jobs whose lease expired: re-pended, or crashed when attempts ran out."""
+    """Jobs whose lease expired: re-pended, crashed when attempts ran out, or cancelled
+    when a cancel had been requested (they are not run again)."""
 
     repended: tuple[int, ...] = ()
     crashed: tuple[int, ...] = ()
+    cancelled: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
