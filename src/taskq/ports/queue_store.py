@@ -143,7 +143,9 @@ class WorkerRegistry(Protocol):
     - ``heartbeat`` in one transaction: sets the worker's last_seen_at,
       extends the lock of every running job it owns to ``now + lease``, pings
       the leader row when ``is_leader``, and reports those jobs with their
-      cancel phase. Jobs someone else now owns are not reported.
+      cancel phase. Jobs someone else now owns are not reported. A worker
+      without a row (removed as stale) is reported ``registered=False``; the
+      heartbeat creates no row itself.
     - ``isolate_worker``: see ``Isolation``; returns the affected job ids.
     """
 

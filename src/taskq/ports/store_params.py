@@ -172,9 +172,14 @@ class RunningJobView:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HeartbeatReport:
-    """Every running job the worker still owns, with its lease now extended."""
+    """Every running job the worker still owns, with its lease now extended.
+
+    ``registered`` is False when the worker's ``workers`` row was gone (a stale
+    worker sweep removed it while the process was paused): the worker registers again.
+    """
 
     running: tuple[RunningJobView, ...] = ()
+    registered: bool = True
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

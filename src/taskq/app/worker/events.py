@@ -64,6 +64,7 @@ RATE_LIMIT_RELEASE_FAILED: Final = "rate-limit-release-failed"
 RATE_LIMIT_REFUND_FAILED: Final = "rate-limit-refund-failed"
 
 HEARTBEAT_FAILED: Final = "heartbeat-failed"
+WORKER_REREGISTERED: Final = "worker-reregistered"
 NOTIFY_UNHEALTHY: Final = "notify-unhealthy"
 NOTIFY_START_FAILED: Final = "notify-start-failed"
 NOTIFY_RECOVERED: Final = "notify-recovered"

@@ -70,8 +70,10 @@ extended AS (
     ))
     RETURNING j.id
 )
+-- Always one row at least (id NULL when nothing is owned): it carries seen.
 SELECT o.*, (SELECT count(*) FROM seen) AS seen, (SELECT count(*) FROM leader) AS led
-FROM owned o
+FROM (SELECT 1) AS one
+LEFT JOIN owned o ON true
 ORDER BY o.id
 
 -- name: deregister_worker
