@@ -218,3 +218,35 @@ async def test_isolate_worker_with_no_jobs_affects_nothing(harness: Harness) -> 
     isolation = Isolation(worker_id="w1", retryable_actors=["a"], retry_at=at(5), now=at(1))
     assert await harness.store.isolate_worker(isolation) == []
     assert await harness.store.count_active() == 1
+
+
+async def test_heartbeat_says_whether_the_workers_row_is_there(harness: Harness) -> None:
+    """A worker removed as stale (paused past stale_after) learns it from its next heartbeat,
+    which still extends its leases; registering again puts the row back."""
+    store = harness.store
+    lease = timedelta(seconds=60)
+    await register(store, "w1", now=at(0))
+    assert (await store.heartbeat(Heartbeat(worker_id="w1", lease=lease, now=at(1)))).registered
+    claimed = await enqueue_and_claim(store, worker="w1", now=at(1))
+    assert await store.cleanup_stale_workers(stale_after=timedelta(seconds=5), now=at(10)) == ["w1"]
+
+    report = await store.heartbeat(Heartbeat(worker_id="w1", lease=lease, now=at(11)))
+    assert report.registered is False
+    assert [view.lease for view in report.running] == [claimed.lease]
+    assert (await get(store, claimed.id)).lock_expires_at == at(11) + lease
+    assert await store.list_workers() == []
+
+    await register(store, "w1", now=at(12))
+    assert [w.worker_id for w in await store.list_workers()] == ["w1"]
+    again = await store.heartbeat(Heartbeat(worker_id="w1", lease=lease, now=at(13)))
+    assert again.registered
+
+
+async def test_heartbeat_of_a_worker_owning_nothing_reports_its_row(harness: Harness) -> None:
+    """With no running job the report is empty and still says whether the row exists."""
+    store = harness.store
+    lease = timedelta(seconds=60)
+    assert (await store.heartbeat(Heartbeat(worker_id="ghost", lease=lease))).registered is False
+    await register(store, "w2")
+    report = await store.heartbeat(Heartbeat(worker_id="w2", lease=lease))
+    assert (report.running, report.registered) == ((), True)

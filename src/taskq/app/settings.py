@@ -29,7 +29,7 @@ import re
 import uuid
 from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal, Self
 from urllib.parse import urlsplit
@@ -51,6 +51,7 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from taskq.domain.cron import Cron
 from taskq.domain.errors import ConfigurationError, InvalidIdentifierError
 from taskq.domain.settings_rules import (
     TimingSettings,
@@ -236,6 +237,8 @@ def _cron_shape(value: str | None) -> str | None:
             f"{value!r} is not a 5-field cron expression (minute hour day-of-month month "
             "day-of-week, separated by spaces)"
         )
+    # Parsed in full now: a bad field would otherwise crash the worker once it leads.
+    Cron.checked(value, datetime.now(UTC))
     return " ".join(parts)
 
 

@@ -9,6 +9,10 @@ Rules every adapter keeps:
   lease's fencing token and on status running. A write that matches nothing
   raises ``LeaseLost`` and changes nothing.
 - Every claim issues a fencing token different from any the job had before.
+- A running job whose cancel was requested (``cancel_phase >= 1``) never
+  waits again: every write or sweep that would make it pending or scheduled
+  (reschedule, release, drain, reclaim, isolation) makes it cancelled,
+  finished then, instead.
 - Ids increase in enqueue order (the FIFO tie-break).
 - Errors are domain errors (``taskq.domain.errors``), never driver errors.
 """
@@ -80,7 +84,8 @@ class JobClaimer(Protocol):
     - ``release`` gives an owned job back (unknown actor): scheduled after
       ``delay``, attempt refunded. Raises ``LeaseLost`` when not owned.
     - ``drain_unstarted`` re-pends this worker's running jobs that never
-      started (attempt refunded) and returns how many.
+      started (attempt refunded; cancelled if a cancel was requested) and
+      returns how many.
     - ``finish_and_claim`` is ``JobFinisher.finish_many(finishes)`` followed
       by ``claim(request)`` as one call (a busy worker sends the jobs it
       finished with its next claim: one round trip and, on Postgres, one
@@ -138,7 +143,9 @@ class WorkerRegistry(Protocol):
     - ``heartbeat`` in one transaction: sets the worker's last_seen_at,
       extends the lock of every running job it owns to ``now + lease``, pings
       the leader row when ``is_leader``, and reports those jobs with their
-      cancel phase. Jobs someone else now owns are not reported.
+      cancel phase. Jobs someone else now owns are not reported. A worker
+      without a row (removed as stale) is reported ``registered=False``; the
+      heartbeat creates no row itself.
     - ``isolate_worker``: see ``Isolation``; returns the affected job ids.
     """
 
@@ -186,7 +193,8 @@ class LeaseJanitor(Protocol):
       become pending; returns how many.
     - ``reclaim_expired``: running jobs whose lock expired before ``now`` go
       back to pending (new fencing token on the next claim), or to crashed
-      when ``max_attempts`` is reached; each gets an attempt record.
+      when ``max_attempts`` is reached, or to cancelled when a cancel was
+      requested; each gets an attempt record.
     - ``fail_past_deadline``: pending/scheduled jobs whose schedule_to_close
       passed become failed with ``DeadlineExceeded``.
     - ``cleanup_stale_workers``: removes workers not seen for ``stale_after``.

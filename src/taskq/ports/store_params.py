@@ -172,9 +172,14 @@ class RunningJobView:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HeartbeatReport:
-    """Every running job the worker still owns, with its lease now extended."""
+    """Every running job the worker still owns, with its lease now extended.
+
+    ``registered`` is False when the worker's ``workers`` row was gone (a stale
+    worker sweep removed it while the process was paused): the worker registers again.
+    """
 
     running: tuple[RunningJobView, ...] = ()
+    registered: bool = True
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -194,10 +199,12 @@ class Isolation:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReclaimReport:
-    """Jobs whose lease expired: re-pended, or crashed when attempts ran out."""
+    """Jobs whose lease expired: re-pended, crashed when attempts ran out, or cancelled
+    when a cancel had been requested (they are not run again)."""
 
     repended: tuple[int, ...] = ()
     crashed: tuple[int, ...] = ()
+    cancelled: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -63,3 +63,30 @@ def test_idle_max_runtime_without_until_idle_is_refused(capsys: pytest.CaptureFi
     assert code == 1
     (line,) = err.splitlines()
     assert line.startswith("taskq: --idle-max-runtime applies only with --until-idle")
+
+
+@pytest.mark.parametrize(
+    ("variable", "expr", "problem"),
+    [
+        ("TASKQ_PRUNE_CRON_EXPR", "60 * * * *", "'60' is outside 0-59"),
+        ("TASKQ_PRUNE_CRON_EXPR", "? * * * *", "'?' is not a number"),
+        ("TASKQ_ARCHIVE_EXPIRY_CRON_EXPR", "*/0 * * * *", "step must be >= 1"),
+        ("TASKQ_ARCHIVE_EXPIRY_CRON_EXPR", "1#2 * * * *", "'1#2' is not a number"),
+        ("TASKQ_PRUNE_CRON_EXPR", "0 0 30 2 *", "never fires"),
+    ],
+)
+def test_a_cron_the_leader_cannot_run_is_refused_at_start(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    variable: str,
+    expr: str,
+    problem: str,
+) -> None:
+    """Such a cron passed the shape check and crashed the worker once it led (or, never
+    firing, silently killed the sweep): now one settings line, exit 1."""
+    monkeypatch.setenv(variable, expr)
+    code, _, err = run(capsys, "worker", "--actors", "m:r")
+    assert code == 1
+    (line,) = err.splitlines()
+    assert line.startswith(f"taskq: invalid settings: {variable}: ")
+    assert problem in line

@@ -731,6 +731,8 @@ def test_redact_url(url: str, redacted: str) -> None:
         ("prune_cron_expr", "0 3 * *"),
         ("archive_expiry_cron_expr", "0 3 * * * *"),
         ("prune_cron_expr", "0 3 * * $"),
+        ("prune_cron_expr", "0 24 * * *"),
+        ("archive_expiry_cron_expr", "0 0 31 4 *"),
         ("log_format", "xml"),
         ("log_level", "LOUD"),
         ("driver", "mysql"),

@@ -11,6 +11,7 @@ import asyncio
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Final
 
+from taskq.domain.cancel_phase import CancelPhase
 from taskq.domain.errors import LeaseLost, StoreClosed, StoreUnavailable
 from taskq.domain.job import AttemptRecord, Lease
 from taskq.domain.status import JobStatus
@@ -112,8 +113,13 @@ class StoreCore:
 
         Due at once (``run_at <= now``) makes it pending with
         ``scheduled_at = now``, as a fresh enqueue would be; otherwise it is
-        scheduled at ``run_at``.
+        scheduled at ``run_at``. A job whose cancel was requested ends cancelled
+        instead: nothing would act on the request once it waits again.
         """
+        if refund_attempt:
+            row.attempt = max(row.attempt - 1, 0)
+        if self._cancel_instead(row, now):
+            return
         # scheduled_at first: it is part of a pending row's key in the dispatch index.
         if run_at <= now:
             row.scheduled_at = now
@@ -121,9 +127,14 @@ class StoreCore:
         else:
             row.scheduled_at = run_at
             self._db.move(row, JobStatus.SCHEDULED)
-        if refund_attempt:
-            row.attempt = max(row.attempt - 1, 0)
         row.clear_lock()
+
+    def _cancel_instead(self, row: JobRow, now: datetime) -> bool:
+        """End a running row cancelled if a cancel was requested; whether it did."""
+        if row.cancel_phase < CancelPhase.COOPERATIVE:
+            return False
+        self._finish_row(row, JobStatus.CANCELLED, now=now)
+        return True
 
     def _finish_row(self, row: JobRow, status: JobStatus, *, now: datetime) -> None:
         """Move a row to a terminal status and drop its lease (the fencing token stays)."""

@@ -102,13 +102,15 @@ class ClaimOps(StoreCore):
         self._wait_again(row, run_at=at + delay, now=at, refund_attempt=True)
 
     async def drain_unstarted(self, worker_id: str, *, now: datetime | None = None) -> int:
-        await self._begin(now)
+        at = await self._begin(now)
         drained = 0
         for row in list(self._db.rows_with_status(JobStatus.RUNNING)):
             if row.locked_by == worker_id and row.started_at is None:
-                # Back to pending where it was in line; the attempt never ran.
-                self._db.move(row, JobStatus.PENDING)
+                # Back to pending where it was in line (cancelled if asked to stop);
+                # the attempt never ran.
                 row.attempt = max(row.attempt - 1, 0)
-                row.clear_lock()
+                if not self._cancel_instead(row, at):
+                    self._db.move(row, JobStatus.PENDING)
+                    row.clear_lock()
                 drained += 1
         return drained

@@ -29,6 +29,7 @@ class MaintenanceOps(StoreCore):
         at = await self._begin(now)
         repended: list[int] = []
         crashed: list[int] = []
+        cancelled: list[int] = []
         for row in self._db.rows_with_status(JobStatus.RUNNING):
             if row.lock_expires_at is None or row.lock_expires_at >= at:
                 continue
@@ -42,7 +43,9 @@ class MaintenanceOps(StoreCore):
                 error=error,
             )
             row.last_error = f"{_LEASE_EXPIRED}: {error}"
-            if out_of_attempts:
+            if self._cancel_instead(row, at):
+                cancelled.append(row.id)
+            elif out_of_attempts:
                 self._finish_row(row, JobStatus.CRASHED, now=at)
                 crashed.append(row.id)
             else:
@@ -51,7 +54,9 @@ class MaintenanceOps(StoreCore):
                 self._db.move(row, JobStatus.PENDING)
                 row.clear_lock()
                 repended.append(row.id)
-        return ReclaimReport(repended=tuple(repended), crashed=tuple(crashed))
+        return ReclaimReport(
+            repended=tuple(repended), crashed=tuple(crashed), cancelled=tuple(cancelled)
+        )
 
     async def fail_past_deadline(self, *, now: datetime | None = None) -> list[int]:
         at = await self._begin(now)

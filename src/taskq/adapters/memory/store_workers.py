@@ -58,7 +58,7 @@ class WorkerOps(StoreCore):
                     started=row.started_at is not None,
                 )
             )
-        return HeartbeatReport(running=tuple(views))
+        return HeartbeatReport(running=tuple(views), registered=worker is not None)
 
     async def deregister_worker(self, worker_id: str) -> None:
         await self._begin()

@@ -66,6 +66,7 @@ RATE_LIMIT_RELEASE_FAILED: Final = "rate-limit-release-failed"
 RATE_LIMIT_REFUND_FAILED: Final = "rate-limit-refund-failed"
 
 HEARTBEAT_FAILED: Final = "heartbeat-failed"
+WORKER_REREGISTERED: Final = "worker-reregistered"
 NOTIFY_UNHEALTHY: Final = "notify-unhealthy"
 NOTIFY_START_FAILED: Final = "notify-start-failed"
 NOTIFY_RECOVERED: Final = "notify-recovered"
@@ -99,9 +100,25 @@ def emit(event: str, level: int = logging.INFO, *, exc_info: bool = False, **fie
 # -- rendering -------------------------------------------------------------------------
 
 
+#: What every LogRecord carries; anything else came in through ``extra=``.
+_RECORD_ATTRS: Final = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
+    "message",
+    "asctime",
+    "taskName",
+    "event",
+    "fields",
+}
+
+
 def _fields_of(record: logging.LogRecord) -> Mapping[str, Any]:
+    """A worker event's fields, then what any other logger passed as ``extra=`` (the
+    adapters log that way: they cannot import this module)."""
     fields = getattr(record, "fields", None)
-    return fields if isinstance(fields, Mapping) else {}
+    out = dict(fields) if isinstance(fields, Mapping) else {}
+    for key, value in vars(record).items():
+        if key not in _RECORD_ATTRS and not key.startswith("_"):
+            out.setdefault(key, value)
+    return out
 
 
 def _event_of(record: logging.LogRecord) -> str:

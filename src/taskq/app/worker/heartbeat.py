@@ -33,6 +33,7 @@ from typing import Final
 
 from taskq.app.worker import events
 from taskq.app.worker.exit_codes import ExitCode
+from taskq.app.worker.startup import worker_info
 from taskq.app.worker.state import ActiveJob, WorkerState
 from taskq.app.worker.waiting import wait_event, with_timeout
 from taskq.domain.cancel import CancelTask, PersistForced, QueueAbandon, SetCancelEvent
@@ -91,6 +92,8 @@ async def beat(state: WorkerState) -> bool:
     except (TaskQError, TimeoutError, OSError) as exc:
         events.emit(events.HEARTBEAT_FAILED, logging.DEBUG, error=str(exc) or type(exc).__name__)
         return False
+    if not report.registered:
+        await _register_again(state)
     await _extend_reservations(state)
     abandons = await _apply_cancel_phases(state, report)
     _flag_lost_leases(state, report, watched)
@@ -98,6 +101,22 @@ async def beat(state: WorkerState) -> bool:
         await _abandon(state, active)
     await _release_orphans(state, report)
     return True
+
+
+async def _register_again(state: WorkerState) -> None:
+    """Put back this worker's ``workers`` row, which a stale-workers sweep removed (the
+    process was paused past 2 x lock_lease): it is alive and keeps working. A failure is
+    logged; the next beat finds the row still missing and tries again."""
+    events.emit(events.WORKER_REREGISTERED, logging.WARNING, worker_id=state.worker_id)
+    try:
+        await with_timeout(
+            state.clock,
+            state.settings.heartbeat_command_timeout,
+            state.store.register_worker(worker_info(state)),
+        )
+    except (TaskQError, TimeoutError, OSError) as exc:
+        error = str(exc) or type(exc).__name__
+        events.emit(events.HEARTBEAT_FAILED, logging.WARNING, error=f"re-register: {error}")
 
 
 async def _release_orphans(state: WorkerState, report: HeartbeatReport) -> None:

@@ -201,12 +201,13 @@ async def sweep(state: WorkerState) -> None:
 
     async def reclaim() -> None:
         report = await store.reclaim_expired()
-        if report.repended or report.crashed:
+        if report.repended or report.crashed or report.cancelled:
             events.emit(
                 events.LEASES_RECLAIMED,
                 logging.WARNING,
                 repended=list(report.repended),
                 crashed=list(report.crashed),
+                cancelled=list(report.cancelled),
             )
         if report.repended:
             await _publish_wake(state)

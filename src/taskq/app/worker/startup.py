@@ -44,22 +44,25 @@ UNCONSUMED_NOTE: Final = (
 )
 
 
+def worker_info(state: WorkerState) -> WorkerInfo:
+    """This worker's ``workers`` row (at start, and again should a sweep remove it)."""
+    return WorkerInfo(
+        worker_id=state.worker_id,
+        hostname=socket.gethostname(),
+        pid=os.getpid(),
+        queues=state.queues,
+        actors=sorted(state.registry),
+        worker_label=state.settings.worker_label,
+        workgroup_instance=state.settings.workgroup_instance,
+    )
+
+
 async def start(state: WorkerState, *, force: bool) -> None:
     """Register the worker and sync actor config; deregisters again if the sync refuses."""
     require_rate_limiter(state.registry, state.ports.rate_limiter)
     settings = state.settings
     with _step("store.register_worker"):
-        await state.store.register_worker(
-            WorkerInfo(
-                worker_id=state.worker_id,
-                hostname=socket.gethostname(),
-                pid=os.getpid(),
-                queues=state.queues,
-                actors=sorted(state.registry),
-                worker_label=settings.worker_label,
-                workgroup_instance=settings.workgroup_instance,
-            )
-        )
+        await state.store.register_worker(worker_info(state))
     try:
         with _step("store.sync_actor_configs"):
             await sync_actor_configs(state, force=force)

@@ -72,3 +72,27 @@ def test_exceptions_are_rendered(root_logging: None) -> None:
         events.emit(events.WORKER_SIBLING_CRASHED, logging.ERROR, exc_info=True, loop="x")
     body = json.loads(out.getvalue())
     assert "ValueError: kaput" in body["exception"]
+
+
+@pytest.mark.parametrize("log_format", ["json", "console"])
+def test_an_adapters_extra_fields_are_rendered(root_logging: None, log_format: str) -> None:
+    """Adapters log their events with ``extra=`` (they cannot import the worker's events);
+    the formatters dropped those fields: leader-lock-lost came out with no lock_key or error."""
+    out = io.StringIO()
+    events.configure_logging(log_format=log_format, level="INFO", stream=out)
+    adapter_log = logging.getLogger("taskq.adapters.postgres.advisory_leader")
+    adapter_log.warning("leader-lock-lost", extra={"lock_key": 42, "error": "conn reset"})
+    [line] = out.getvalue().splitlines()
+    if log_format == "json":
+        body = json.loads(line)
+        assert (body["event"], body["lock_key"], body["error"]) == (
+            "leader-lock-lost",
+            42,
+            "conn reset",
+        )
+        assert "msg" not in body  # the record's own attributes stay out
+        assert "args" not in body
+    else:
+        assert "leader-lock-lost" in line
+        assert "lock_key=42" in line
+        assert 'error="conn reset"' in line

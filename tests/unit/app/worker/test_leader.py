@@ -79,7 +79,7 @@ async def test_sweep_reclaims_a_dead_workers_job(
     assert done.attempt == 2
     assert done.fencing_token != claimed.fencing_token
     [reclaimed] = events_named(caplog, events.LEASES_RECLAIMED)
-    assert fields(reclaimed) == {"repended": [job_id], "crashed": []}
+    assert fields(reclaimed) == {"repended": [job_id], "crashed": [], "cancelled": []}
     await run.advance(120)  # two lock_leases without a heartbeat: the row is gone
     assert [w.worker_id for w in await client.list_workers()] == [run.worker.worker_id]
     assert await run.stop() == 0

@@ -65,3 +65,11 @@ def test_daily_cron_and_hhmm_agree(minute: int, hour: int, start: datetime) -> N
     daily = DailyAt(hour, minute).next_after(now)
     assert cron == daily
     assert cron > now
+
+
+def test_a_question_mark_in_a_day_field_means_any() -> None:
+    """``?`` (as in Quartz) is "any" in day-of-month and day-of-week, nowhere else."""
+    assert Cron.parse("0 3 ? * mon") == Cron.parse("0 3 * * mon")
+    assert Cron.parse("0 3 1 * ?") == Cron.parse("0 3 1 * *")
+    with pytest.raises(ValueError, match="'\\?' is not a number"):
+        Cron.parse("? 3 * * *")

@@ -563,6 +563,7 @@ SELECT o.id, o.fencing_token, (SELECT count(*) FROM started) AS started FROM own
 
 -- name: drain_unstarted
 -- Back to pending where it was in line (scheduled_at kept), attempt refunded: the attempt never ran.
+-- A job whose cancel was requested ends cancelled instead (asked to stop, it never ran).
 WITH unstarted AS (
     SELECT j.id
     FROM {schema}.jobs j
@@ -572,7 +573,10 @@ WITH unstarted AS (
 ),
 drained AS (
     UPDATE {schema}.jobs j
-    SET status = 'pending', attempt = greatest(j.attempt - 1, 0),
+    SET status = CASE WHEN j.cancel_phase >= 1 THEN 'cancelled' ELSE 'pending' END,
+        finished_at = CASE WHEN j.cancel_phase >= 1 THEN coalesce(:now::timestamptz, now())
+                           ELSE j.finished_at END,
+        attempt = greatest(j.attempt - 1, 0),
         locked_by = NULL, lock_expires_at = NULL
     WHERE j.id = ANY (ARRAY(SELECT u.id FROM unstarted u))
     RETURNING j.id

@@ -9,6 +9,7 @@
 
 -- name: reschedule_job
 -- Retry, snooze, RetryAfter and release in one statement: due at once means pending at now, else scheduled at run_at.
+-- A requested cancel (cancel_phase >= 1) ends the job cancelled instead: nothing would act on it once it waits.
 WITH req AS MATERIALIZED (
     SELECT coalesce(:now::timestamptz, now()) AS now
 ),
@@ -23,8 +24,11 @@ owned AS (
 ),
 moved AS (
     UPDATE {schema}.jobs j
-    SET status = CASE WHEN o.run_at <= o.now THEN 'pending' ELSE 'scheduled' END,
-        scheduled_at = CASE WHEN o.run_at <= o.now THEN o.now ELSE o.run_at END,
+    SET status = CASE WHEN j.cancel_phase >= 1 THEN 'cancelled'
+                      WHEN o.run_at <= o.now THEN 'pending' ELSE 'scheduled' END,
+        scheduled_at = CASE WHEN j.cancel_phase >= 1 THEN j.scheduled_at
+                            WHEN o.run_at <= o.now THEN o.now ELSE o.run_at END,
+        finished_at = CASE WHEN j.cancel_phase >= 1 THEN o.now ELSE j.finished_at END,
         attempt = CASE WHEN :refund_attempt::boolean THEN greatest(j.attempt - 1, 0)
                        ELSE j.attempt END,
         metadata = CASE WHEN :snooze::boolean

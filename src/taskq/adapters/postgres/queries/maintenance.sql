@@ -18,6 +18,7 @@ WITH promoted AS (
 SELECT count(*) AS promoted FROM promoted
 
 -- name: reclaim_expired
+-- A job whose cancel was requested ends cancelled: re-pended, it would run again.
 -- The EPQ recheck of lock_expires_at < now drops a lease a heartbeat extended meanwhile; the next claim issues a new fencing token.
 WITH req AS MATERIALIZED (
     SELECT coalesce(:now::timestamptz, now()) AS now
@@ -37,15 +38,17 @@ expired AS (
 ),
 moved AS (
     UPDATE {schema}.jobs j
-    SET status = CASE WHEN e.spent THEN 'crashed' ELSE 'pending' END,
-        finished_at = CASE WHEN e.spent THEN r.now ELSE j.finished_at END,
+    SET status = CASE WHEN j.cancel_phase >= 1 THEN 'cancelled'
+                      WHEN e.spent THEN 'crashed' ELSE 'pending' END,
+        finished_at = CASE WHEN e.spent OR j.cancel_phase >= 1 THEN r.now
+                           ELSE j.finished_at END,
         last_error = 'LeaseExpired: ' || e.error,
         error_class = 'LeaseExpired',
         locked_by = NULL,
         lock_expires_at = NULL
     FROM expired e, req r
     WHERE j.id = e.id
-    RETURNING j.id, e.spent
+    RETURNING j.id, j.status
 ),
 recorded AS (
     INSERT INTO {schema}.job_attempts (
@@ -57,7 +60,7 @@ recorded AS (
     ORDER BY e.id
     RETURNING job_id
 )
-SELECT m.id, m.spent, (SELECT count(*) FROM recorded) AS recorded FROM moved m ORDER BY m.id
+SELECT m.id, m.status, (SELECT count(*) FROM recorded) AS recorded FROM moved m ORDER BY m.id
 
 -- name: fail_past_deadline
 -- Only waiting jobs: a running job's deadline is its owner's to enforce.

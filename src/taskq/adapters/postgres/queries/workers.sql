@@ -70,8 +70,10 @@ extended AS (
     ))
     RETURNING j.id
 )
+-- Always one row at least (id NULL when nothing is owned): it carries seen.
 SELECT o.*, (SELECT count(*) FROM seen) AS seen, (SELECT count(*) FROM leader) AS led
-FROM owned o
+FROM (SELECT 1) AS one
+LEFT JOIN owned o ON true
 ORDER BY o.id
 
 -- name: deregister_worker
@@ -100,12 +102,14 @@ owned AS (
 moved AS (
     UPDATE {schema}.jobs j
     SET status = CASE WHEN NOT o.retry THEN 'crashed'
+                      WHEN j.cancel_phase >= 1 THEN 'cancelled'  -- asked to stop: not again
                       WHEN :retry_at::timestamptz <= r.now THEN 'pending'
                       ELSE 'scheduled' END,
-        scheduled_at = CASE WHEN NOT o.retry THEN j.scheduled_at
+        scheduled_at = CASE WHEN NOT o.retry OR j.cancel_phase >= 1 THEN j.scheduled_at
                             WHEN :retry_at::timestamptz <= r.now THEN r.now
                             ELSE :retry_at::timestamptz END,
-        finished_at = CASE WHEN o.retry THEN j.finished_at ELSE r.now END,
+        finished_at = CASE WHEN o.retry AND j.cancel_phase < 1 THEN j.finished_at
+                           ELSE r.now END,
         last_error = :last_error::text,
         error_class = 'HeartbeatLost',
         locked_by = NULL,

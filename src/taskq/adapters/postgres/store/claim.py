@@ -158,8 +158,8 @@ class ClaimOps(StoreCore):
             raise LeaseLost(lease.job_id, lease.fencing_token)
 
     async def drain_unstarted(self, worker_id: str, *, now: datetime | None = None) -> int:
-        self._begin(now)
-        drained: int = await self._driver.fetchval("drain_unstarted", worker_id=worker_id)
+        at = self._begin(now)
+        drained: int = await self._driver.fetchval("drain_unstarted", worker_id=worker_id, now=at)
         return drained
 
 

@@ -17,9 +17,12 @@ class MaintenanceOps(StoreCore):
     async def reclaim_expired(self, *, now: datetime | None = None) -> ReclaimReport:
         at = self._begin(now)
         rows = await self._driver.fetch("reclaim_expired", now=at)
+
+        def ids(status: str) -> tuple[int, ...]:
+            return tuple(row["id"] for row in rows if row["status"] == status)
+
         return ReclaimReport(
-            repended=tuple(row["id"] for row in rows if not row["spent"]),
-            crashed=tuple(row["id"] for row in rows if row["spent"]),
+            repended=ids("pending"), crashed=ids("crashed"), cancelled=ids("cancelled")
         )
 
     async def fail_past_deadline(self, *, now: datetime | None = None) -> list[int]:

@@ -63,7 +63,9 @@ class WorkerOps(StoreCore):
                     started=row["started"],
                 )
                 for row in rows
-            )
+                if row["id"] is not None
+            ),
+            registered=bool(rows[0]["seen"]),
         )
 
     async def deregister_worker(self, worker_id: str) -> None:
