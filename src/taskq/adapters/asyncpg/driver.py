@@ -25,6 +25,7 @@ from typing import Any, Final, TypeAlias
 import asyncpg
 from asyncpg.exceptions import InternalClientError
 
+from taskq.adapters.postgres import driver as pg_driver
 from taskq.adapters.postgres.driver import (
     Driver,
     Row,
@@ -75,6 +76,27 @@ def broken(exc: BaseException) -> bool:
     if isinstance(exc, asyncpg.exceptions.DataError):
         return False  # refused before anything was sent
     return isinstance(exc, asyncpg.InterfaceError | InternalClientError | OSError | TimeoutError)
+
+
+async def _acquire(pool: Pool) -> PoolConnection:
+    """A connection of ``pool``, waiting at most ``POOL_ACQUIRE_TIMEOUT`` for one to come free."""
+    timeout = pg_driver.POOL_ACQUIRE_TIMEOUT  # read per call: tests shorten it
+    try:
+        conn: PoolConnection = await pool.acquire(timeout=timeout)
+    except TimeoutError as exc:
+        if pool.get_idle_size() == 0 and pool.get_size() >= pool.get_max_size():
+            raise pg_driver.PoolExhausted(pool.get_max_size(), timeout) from exc
+        raise  # connecting timed out: translated as a lost connection
+    return conn
+
+
+@asynccontextmanager
+async def _acquired(pool: Pool) -> AsyncIterator[PoolConnection]:
+    conn = await _acquire(pool)
+    try:
+        yield conn
+    finally:
+        await pool.release(conn)
 
 
 def _terminate_if_broken(conn: AnyConnection, failure: BaseException) -> None:
@@ -258,12 +280,12 @@ class AsyncpgPoolDriver(_Statements):
             pool = await self._pool()
             if not lane.adopt():
                 with translated():
-                    async with pool.acquire() as conn:
+                    async with _acquired(pool) as conn:
                         with _terminated_if_broken(conn):
                             return await op(conn)
             try:
                 with translated():
-                    kept = (pool, await pool.acquire())
+                    kept = (pool, await _acquire(pool))
             except BaseException:
                 await lane.drop(None)
                 raise
@@ -273,7 +295,7 @@ class AsyncpgPoolDriver(_Statements):
     async def transaction(self) -> AsyncIterator[Driver]:
         pool = await self._pool()
         with translated():
-            async with pool.acquire() as conn:
+            async with _acquired(pool) as conn:
                 with _terminated_if_broken(conn):
                     async with conn.transaction():
                         yield AsyncpgConnectionDriver(conn, self._queries)

@@ -92,6 +92,23 @@ class LockTimeout(StoreUnavailable):
     """``lock_timeout`` expired while a statement waited for a lock (55P03)."""
 
 
+#: Seconds a query waits for a free connection of its pool before ``PoolExhausted``.
+#: Without a bound an exhausted pool (say, the app holding every connection of the
+#: pool it shares with TaskQ) hangs the caller forever.
+POOL_ACQUIRE_TIMEOUT: Final = 30.0
+
+
+class PoolExhausted(StoreUnavailable):
+    """No connection of the pool came free in time: every one is in use."""
+
+    def __init__(self, size: int | None, timeout: float) -> None:
+        of = f"the pool of {size}" if size is not None else "the pool"
+        super().__init__(
+            f"no connection free in {of} within {timeout:g} s: every connection is in use "
+            "(a bigger pool, or fewer connections held elsewhere)"
+        )
+
+
 class TransientConflict(StoreUnavailable):
     """Deadlock or serialization failure; the statement was rolled back and may be retried."""
 
@@ -244,9 +261,11 @@ def value_sqlstate(sqlstate: str | None) -> bool:
 
 
 __all__ = [
+    "POOL_ACQUIRE_TIMEOUT",
     "STORE_QUERY_FAMILIES",
     "Driver",
     "LockTimeout",
+    "PoolExhausted",
     "Row",
     "TransientConflict",
     "Translation",

@@ -56,7 +56,8 @@ async def run_heartbeat(state: WorkerState) -> None:
     failures = 0
     while not await wait_event(state.clock, interval, state.shutdown_event):
         state.liveness.tick("heartbeat", interval)
-        if await beat(state):
+        error = await beat(state)
+        if error is None:
             failures = 0
             continue
         failures += 1
@@ -65,6 +66,7 @@ async def run_heartbeat(state: WorkerState) -> None:
             logging.WARNING,
             consecutive_failures=failures,
             max_heartbeat_failures=state.settings.max_heartbeat_failures,
+            error=error,  # say, the pool is exhausted or the server is unreachable
         )
         if failures > state.settings.max_heartbeat_failures:
             await isolate_self(state, failures)
@@ -72,8 +74,8 @@ async def run_heartbeat(state: WorkerState) -> None:
     state.liveness.forget("heartbeat")
 
 
-async def beat(state: WorkerState) -> bool:
-    """One heartbeat and its cancel-phase work; False when the heartbeat call failed."""
+async def beat(state: WorkerState) -> str | None:
+    """One heartbeat and its cancel-phase work; why the heartbeat call failed, else None."""
     watched = {a.job.id: a for a in state.active}
     try:
         report = await with_timeout(
@@ -89,15 +91,14 @@ async def beat(state: WorkerState) -> bool:
             ),
         )
     except (TaskQError, TimeoutError, OSError) as exc:
-        events.emit(events.HEARTBEAT_FAILED, logging.DEBUG, error=str(exc) or type(exc).__name__)
-        return False
+        return str(exc) or type(exc).__name__
     await _extend_reservations(state)
     abandons = await _apply_cancel_phases(state, report)
     _flag_lost_leases(state, report, watched)
     for active in abandons:
         await _abandon(state, active)
     await _release_orphans(state, report)
-    return True
+    return None
 
 
 async def _release_orphans(state: WorkerState, report: HeartbeatReport) -> None:
