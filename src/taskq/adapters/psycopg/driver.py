@@ -215,7 +215,9 @@ async def _getconn(pool: Pool) -> Connection:
         conn: Connection = await pool.getconn(timeout=timeout)
     except PoolTimeout as exc:
         stats = pool.get_stats()
-        if stats.get("pool_available", 0) == 0 and stats.get("pool_size", 0) >= pool.max_size:
+        full = stats.get("pool_available", 0) == 0 and stats.get("pool_size", 0) >= pool.max_size
+        # Connections that fail to open count in pool_size too: that is not exhaustion.
+        if full and not stats.get("connections_errors", 0):
             raise pg_driver.PoolExhausted(pool.max_size, timeout) from exc
         raise
     return conn
