@@ -636,6 +636,7 @@ async def _redis_rate_limiter(
     """
     if connections.redis_client is not None:
         client, owns = connections.redis_client, False
+        _require_redis(client, "redis_client", "is")
     elif connections.redis_client_factory is not None:
         try:
             client, owns = await connections.redis_client_factory(), True
@@ -645,6 +646,7 @@ async def _redis_rate_limiter(
             raise RateLimitUnavailable(
                 f"WorkerConnections.redis_client_factory failed: {type(exc).__name__}: {exc}"
             ) from exc
+        _require_redis(client, "redis_client_factory", "returned")
     elif settings.redis_url is not None:
         from taskq.adapters.redis import make_redis_client
 
@@ -659,6 +661,15 @@ async def _redis_rate_limiter(
     return FallbackRateLimiter(
         redis_limiter, pg_limiter, enabled=settings.rate_limit_pg_fallback_enabled
     )
+
+
+def _require_redis(client: object, field: str, verb: str) -> None:
+    """Refuse what is not a redis.asyncio client before the limiter uses it (a URL, None)."""
+    if not callable(getattr(client, "register_script", None)):
+        raise ConfigurationError(
+            f"WorkerConnections.{field} {verb} {client!r:.80} ({type(client).__name__}); "
+            "it must be a redis.asyncio.Redis client (to use a URL, set TASKQ_REDIS_URL)"
+        )
 
 
 def _described(exc: BaseException) -> str:

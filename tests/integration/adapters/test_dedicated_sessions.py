@@ -212,3 +212,21 @@ async def test_factory_returning_none_is_refused_naming_it(
     settings = WorkerSettings(pg_dsn=provisioned.dsn, schema_name=provisioned.schema)
     with pytest.raises(ConfigurationError, match=f"WorkerConnections.{role} returned None"):
         await build_worker_ports(settings, connections=WorkerConnections(**{role: nothing}))
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("redis_client", "redis://x"), ("redis_client_factory", None)],
+)
+async def test_a_wrong_redis_object_is_refused_naming_the_field(
+    provisioned: ProvisionedSchema, field: str, value: object
+) -> None:
+    """Was an AttributeError ('no attribute register_script') from deep in the limiter."""
+
+    async def factory() -> object:
+        return value
+
+    given: Any = factory if field.endswith("_factory") else value
+    settings = WorkerSettings(pg_dsn=provisioned.dsn, schema_name=provisioned.schema)
+    with pytest.raises(ConfigurationError, match=f"WorkerConnections.{field} "):
+        await build_worker_ports(settings, connections=WorkerConnections(**{field: given}))
