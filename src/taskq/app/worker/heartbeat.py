@@ -91,6 +91,12 @@ async def beat(state: WorkerState) -> str | None:
             ),
         )
     except (TaskQError, TimeoutError, OSError) as exc:
+        if isinstance(exc, TimeoutError) and not isinstance(exc, TaskQError):
+            return (
+                "no answer within TASKQ_HEARTBEAT_COMMAND_TIMEOUT="
+                f"{state.settings.heartbeat_command_timeout:g}s (no free connection in "
+                "the store's pool, or a server that does not answer)"
+            )
         return str(exc) or type(exc).__name__
     await _extend_reservations(state)
     abandons = await _apply_cancel_phases(state, report)
