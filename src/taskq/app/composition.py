@@ -327,7 +327,7 @@ def _system_clock() -> Clock:
 
 class _LeaderLockClass(Protocol):
     def __call__(
-        self, dsn: str, /, *, schema: Schema, conn: Any, owns_conn: bool
+        self, dsn: str, /, *, schema: Schema, conn: Any, owns_conn: bool, connect: Any
     ) -> LeaderLock: ...
 
 
@@ -342,6 +342,7 @@ class _NotifierClass(Protocol):
         reconnect_backoff_initial: float,
         conn: Any,
         owns_conn: bool,
+        connect: Any,
     ) -> Notifier: ...
 
 
@@ -485,6 +486,7 @@ async def _postgres_worker_ports(
     check_overrides(
         connections, pool_type=kit.pool_type, conn_type=kit.conn_type, driver=settings.driver
     )
+    _refuse_pooled_direct(settings, connections, store, leader_lock, notifier)
     owned: set[str] = set()
     built: list[_Closeable] = []
     on_dsn: list[str] = []  # the ports that open their own connection from the DSN
@@ -505,15 +507,17 @@ async def _postgres_worker_ports(
             store, pg_limiter = pg_store, kit.rate_limiter(pool, schema=schema)
             owned.add("store")
         if leader_lock is None:
-            conn, owns = await dedicated_conn(
+            conn, owns, connect = await dedicated_conn(
                 connections, "leader_conn", kit.conn_type, settings.driver
             )
-            leader_lock = kit.leader_lock(dsn, schema=schema, conn=conn, owns_conn=owns)
+            leader_lock = kit.leader_lock(
+                dsn, schema=schema, conn=conn, owns_conn=owns, connect=connect
+            )
             owned.add("leader_lock")
             built.append(leader_lock)
             on_dsn += ["leader_lock"] if conn is None else []
         if notifier is None and settings.notify_enabled:
-            conn, owns = await dedicated_conn(
+            conn, owns, connect = await dedicated_conn(
                 connections, "notify_conn", kit.conn_type, settings.driver
             )
             notifier = kit.notifier(
@@ -523,6 +527,7 @@ async def _postgres_worker_ports(
                 reconnect_backoff_initial=settings.notify_reconnect_backoff_initial,
                 conn=conn,
                 owns_conn=owns,
+                connect=connect,
             )
             owned.add("notifier")
             built.append(notifier)
@@ -550,6 +555,42 @@ async def _postgres_worker_ports(
         clock=clock,
         owned=frozenset(owned),
     )
+
+
+def _refuse_pooled_direct(
+    settings: WorkerSettings,
+    connections: WorkerConnections,
+    store: QueueStore | None,
+    leader_lock: LeaderLock | None,
+    notifier: Notifier | None,
+) -> None:
+    """Refuse to run session-bound work through a transaction-mode pooler.
+
+    Under ``TASKQ_PG_IS_POOLED`` a direct DSN that is just ``TASKQ_PG_DSN`` is
+    the pooler: a session advisory lock taken there is not held (two leaders)
+    and a LISTEN hears nothing. Roles given as objects or factories don't count.
+    """
+    if not settings.pg_is_pooled or settings.pg_dsn_direct != settings.pg_dsn:
+        return
+
+    def on_dsn(role: str) -> bool:
+        return all(getattr(connections, name) is None for name in (role, f"{role}_factory"))
+
+    roles = []
+    if store is None and all(
+        on_dsn(role) for role in ("dispatcher_pool", "heartbeat_pool", "worker_pool")
+    ):
+        roles.append("the store's pool (claims, heartbeats)")
+    if leader_lock is None and on_dsn("leader_conn"):
+        roles.append("the leader lock")
+    if notifier is None and settings.notify_enabled and on_dsn("notify_conn"):
+        roles.append("LISTEN")
+    if roles:
+        raise ConfigurationError(
+            f"TASKQ_PG_IS_POOLED=true but TASKQ_PG_DSN_DIRECT is not set (or equals "
+            f"TASKQ_PG_DSN), so {', '.join(roles)} would run through the pooler; set "
+            "TASKQ_PG_DSN_DIRECT to a direct (non-pooled) Postgres DSN"
+        )
 
 
 async def _probe_dsn(settings: WorkerSettings, roles: list[str]) -> None:
@@ -595,6 +636,7 @@ async def _redis_rate_limiter(
     """
     if connections.redis_client is not None:
         client, owns = connections.redis_client, False
+        _require_redis(client, "redis_client", "is")
     elif connections.redis_client_factory is not None:
         try:
             client, owns = await connections.redis_client_factory(), True
@@ -604,6 +646,7 @@ async def _redis_rate_limiter(
             raise RateLimitUnavailable(
                 f"WorkerConnections.redis_client_factory failed: {type(exc).__name__}: {exc}"
             ) from exc
+        _require_redis(client, "redis_client_factory", "returned")
     elif settings.redis_url is not None:
         from taskq.adapters.redis import make_redis_client
 
@@ -618,6 +661,15 @@ async def _redis_rate_limiter(
     return FallbackRateLimiter(
         redis_limiter, pg_limiter, enabled=settings.rate_limit_pg_fallback_enabled
     )
+
+
+def _require_redis(client: object, field: str, verb: str) -> None:
+    """Refuse what is not a redis.asyncio client before the limiter uses it (a URL, None)."""
+    if not callable(getattr(client, "register_script", None)):
+        raise ConfigurationError(
+            f"WorkerConnections.{field} {verb} {client!r:.80} ({type(client).__name__}); "
+            "it must be a redis.asyncio.Redis client (to use a URL, set TASKQ_REDIS_URL)"
+        )
 
 
 def _described(exc: BaseException) -> str:

@@ -69,15 +69,17 @@ def store_source(connections: WorkerConnections, pool_type: type, driver: str) -
 
 async def dedicated_conn(
     connections: WorkerConnections, role: str, conn_type: type, driver: str
-) -> tuple[Any, bool]:
-    """The role's override connection and whether TaskQ owns it; (None, False) for the DSN."""
+) -> tuple[Any, bool, Callable[[], Awaitable[Any]] | None]:
+    """The role's override connection, whether TaskQ owns it, and the checked factory
+    that makes its replacements; (None, False, None) for the DSN."""
     given = getattr(connections, role)
     if given is not None:
-        return given, False
+        return given, False, None
     factory = getattr(connections, f"{role}_factory")
     if factory is None:
-        return None, False
-    return await _checked_factory(factory, conn_type, role, driver)(), True
+        return None, False, None
+    checked = _checked_factory(factory, conn_type, role, driver)
+    return await checked(), True, checked
 
 
 def _require_driver(given: object, expected: type, role: str, driver: str) -> None:
@@ -104,6 +106,12 @@ def _checked_factory(
             raise StoreUnavailable(
                 f"WorkerConnections.{role}_factory failed: {type(exc).__name__}: {exc}"
             ) from exc
+        if product is None:
+            # Not a fallback to the DSN: the factory is there because the DSN may not do.
+            raise ConfigurationError(
+                f"WorkerConnections.{role}_factory returned None; it must return "
+                f"a {expected.__module__}.{expected.__qualname__} (TASKQ_DRIVER={driver})"
+            )
         try:
             _require_driver(product, expected, f"{role}_factory", driver)
         except ConfigurationError:

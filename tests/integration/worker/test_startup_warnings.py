@@ -36,3 +36,15 @@ async def test_unknown_variables_empty_registry_and_comma_queues(
     assert len(proc.events("worker-registry-empty")) == 1
     (started,) = proc.events("worker-started")
     assert started["queues"] == ["a", "b"]
+
+
+async def test_pooled_dsn_without_a_direct_dsn_refuses_to_start(
+    db: Database, workers: WorkerSpawner
+) -> None:
+    """TASKQ_PG_IS_POOLED with no TASKQ_PG_DSN_DIRECT ran the leader lock and LISTEN
+    through the pooler (two leaders); now the worker exits 1 naming the variable."""
+    env = db.worker_env(TASKQ_PG_IS_POOLED="true")
+    env.pop("TASKQ_PG_DSN_DIRECT", None)
+    proc = workers.start(env, "--until-idle")
+    assert await proc.wait(within=60) == 1, proc.output_tail()
+    assert "TASKQ_PG_DSN_DIRECT" in proc.output_tail(), proc.output_tail()

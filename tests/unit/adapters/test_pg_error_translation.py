@@ -92,3 +92,13 @@ def test_scrub_password_hides_a_dsn_password_as_written_and_decoded() -> None:
     default = "postgresql://taskq:taskq@localhost:5432/taskq"
     assert scrub_password('role "taskq" does not exist', default) == 'role "taskq" does not exist'
     assert scrub_password('role "app"', "user=app password=app dbname=db") == 'role "app"'
+
+
+@pytest.mark.parametrize("sqlstate", ["26000", "42P05"])
+def test_prepared_statements_broken_by_a_pooler_name_the_settings(sqlstate: str) -> None:
+    """asyncpg's 'prepared statement __asyncpg_stmt_4__ does not exist' and psycopg's
+    '_pg3_0 already exists' behind PgBouncer leaked as raw driver errors."""
+    error = sqlstate_error(sqlstate, 'prepared statement "_pg3_0" already exists', None)
+    assert type(error) is ConfigurationError
+    for words in ("TASKQ_PG_IS_POOLED", "statement_cache_size=0", "prepare_threshold=None"):
+        assert words in str(error)

@@ -25,6 +25,7 @@ from typing import Any, Final, TypeAlias
 import asyncpg
 from asyncpg.exceptions import InternalClientError
 
+from taskq.adapters.postgres import driver as pg_driver
 from taskq.adapters.postgres.driver import (
     Driver,
     Row,
@@ -56,7 +57,13 @@ def translation(exc: BaseException) -> BaseException | None:
     if isinstance(exc, asyncpg.InterfaceError) and str(exc).startswith("pool is clos"):
         # asyncpg has no type for it: the pool was closed (by its owner), not lost.
         return StoreClosed(f"the asyncpg pool TaskQ runs on is closed: {exc}")
-    if isinstance(exc, asyncpg.InterfaceError | InternalClientError | OSError | TimeoutError):
+    if isinstance(exc, TimeoutError):
+        # asyncpg's own timer, not the server: the statement was cancelled client-side.
+        return StoreUnavailable(
+            "Postgres did not answer within the client-side timeout (the pool's "
+            "command_timeout, or the connect timeout); the statement was cancelled"
+        )
+    if isinstance(exc, asyncpg.InterfaceError | InternalClientError | OSError):
         # InternalClientError: a connection left mid-protocol by a server that went away.
         return StoreUnavailable(f"lost the Postgres connection: {error_reason(exc)}")
     return None
@@ -75,6 +82,27 @@ def broken(exc: BaseException) -> bool:
     if isinstance(exc, asyncpg.exceptions.DataError):
         return False  # refused before anything was sent
     return isinstance(exc, asyncpg.InterfaceError | InternalClientError | OSError | TimeoutError)
+
+
+async def _acquire(pool: Pool) -> PoolConnection:
+    """A connection of ``pool``, waiting at most ``POOL_ACQUIRE_TIMEOUT`` for one to come free."""
+    timeout = pg_driver.POOL_ACQUIRE_TIMEOUT  # read per call: tests shorten it
+    try:
+        conn: PoolConnection = await pool.acquire(timeout=timeout)
+    except TimeoutError as exc:
+        if pool.get_idle_size() == 0 and pool.get_size() >= pool.get_max_size():
+            raise pg_driver.PoolExhausted(pool.get_max_size(), timeout) from exc
+        raise  # connecting timed out: translated as a lost connection
+    return conn
+
+
+@asynccontextmanager
+async def _acquired(pool: Pool) -> AsyncIterator[PoolConnection]:
+    conn = await _acquire(pool)
+    try:
+        yield conn
+    finally:
+        await pool.release(conn)
 
 
 def _terminate_if_broken(conn: AnyConnection, failure: BaseException) -> None:
@@ -169,12 +197,24 @@ class _Statements(ABC):
         await self._call("execute", q.sql, q.positional(params))
 
 
+def _client_timeout(config: object) -> float | None:
+    """The client-side per-query timeout (``command_timeout``) in asyncpg's settings, if any."""
+    timeout = config.get("command_timeout") if isinstance(config, dict) else None
+    timeout = getattr(config, "command_timeout", timeout)
+    return float(timeout) if isinstance(timeout, int | float) and timeout > 0 else None
+
+
 class AsyncpgConnectionDriver(_Statements):
     """Runs store queries on one connection; never closes it."""
 
     def __init__(self, conn: AnyConnection, queries: Mapping[str, NumberedQuery]) -> None:
         self._conn = conn
         self._queries = queries
+
+    @property
+    def command_timeout(self) -> float | None:
+        """The connection's ``command_timeout``: enqueue lock budgets are kept below half of it."""
+        return _client_timeout(getattr(self._conn, "_config", None))
 
     async def _call(self, method: str, sql: str, args: tuple[object, ...]) -> Any:
         with translated():
@@ -219,11 +259,25 @@ class AsyncpgPoolDriver(_Statements):
     """
 
     def __init__(
-        self, pool: Callable[[], Awaitable[Pool]], queries: Mapping[str, NumberedQuery]
+        self,
+        pool: Callable[[], Awaitable[Pool]],
+        queries: Mapping[str, NumberedQuery],
+        *,
+        known: Pool | None = None,
     ) -> None:
-        self._pool = pool
+        self._get_pool = pool
         self._queries = queries
+        self._known = known  # the pool, once seen: where command_timeout is read
         self._lane: Lane[tuple[Pool, PoolConnection]] = Lane(self._release, discard=self._discard)
+
+    async def _pool(self) -> Pool:
+        pool = self._known = await self._get_pool()
+        return pool
+
+    @property
+    def command_timeout(self) -> float | None:
+        """The pool's ``command_timeout``: enqueue lock budgets are kept below half of it."""
+        return _client_timeout(getattr(self._known, "_connect_kwargs", None))
 
     @staticmethod
     async def _release(kept: tuple[Pool, PoolConnection]) -> None:
@@ -258,12 +312,12 @@ class AsyncpgPoolDriver(_Statements):
             pool = await self._pool()
             if not lane.adopt():
                 with translated():
-                    async with pool.acquire() as conn:
+                    async with _acquired(pool) as conn:
                         with _terminated_if_broken(conn):
                             return await op(conn)
             try:
                 with translated():
-                    kept = (pool, await pool.acquire())
+                    kept = (pool, await _acquire(pool))
             except BaseException:
                 await lane.drop(None)
                 raise
@@ -273,7 +327,7 @@ class AsyncpgPoolDriver(_Statements):
     async def transaction(self) -> AsyncIterator[Driver]:
         pool = await self._pool()
         with translated():
-            async with pool.acquire() as conn:
+            async with _acquired(pool) as conn:
                 with _terminated_if_broken(conn):
                     async with conn.transaction():
                         yield AsyncpgConnectionDriver(conn, self._queries)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, ClassVar, Final
 
 import asyncpg
@@ -59,13 +60,18 @@ class AsyncpgSession(DedicatedConnection["Connection"]):
     _dsn: str
 
     async def _open(self) -> Connection:
-        conn = await migrate.connect(self._dsn)
+        conn = await self._replacement(self._from_dsn)
         try:
             await conn.execute(session_setup(server_version_num(conn)))
         except CONNECTION_FAILURES as exc:
             await close_quietly(conn)
             raise StoreUnavailable(f"Postgres is unavailable: {exc}") from exc
         return conn
+
+    async def _from_dsn(self) -> Connection:
+        # No statement cache: the session's few statements gain nothing from one, and
+        # it would break behind a transaction-mode pooler.
+        return await migrate.connect(self._dsn, statement_cache_size=0)
 
     async def _dispose(self, conn: Connection) -> None:
         await close_quietly(conn)
@@ -80,11 +86,16 @@ class AsyncpgSession(DedicatedConnection["Connection"]):
 class AsyncpgLeaderLock(AsyncpgSession, AdvisoryLeaderLock["Connection"]):
     """``LeaderLock`` on a session advisory lock held by one asyncpg connection.
 
+    ``connect`` (a ``leader_conn_factory``) makes every replacement session;
+    without it they are opened from ``dsn``.
+
     ``conn`` is a caller-owned dedicated connection (never closed here);
     without it one is opened lazily from ``dsn`` (the direct DSN, never a
     transaction-mode pooler, which would drop the session lock) and owned.
     ``owns_conn=True`` makes a given ``conn`` TaskQ's: closed on ``close()``.
     """
+
+    role = "leader_conn"
 
     def __init__(
         self,
@@ -94,11 +105,13 @@ class AsyncpgLeaderLock(AsyncpgSession, AdvisoryLeaderLock["Connection"]):
         conn: Connection | None = None,
         operation_timeout: float = OPERATION_TIMEOUT,
         owns_conn: bool = False,
+        connect: Callable[[], Awaitable[Connection]] | None = None,
     ) -> None:
         super().__init__(
             schema=schema, conn=conn, operation_timeout=operation_timeout, owns_conn=owns_conn
         )
         self._dsn = dsn
+        self._set_source(connect, given=conn is not None and not owns_conn)
         self._queries = numbered_queries("leader", schema)
 
     async def _query(self, conn: Connection, name: LeaderQuery) -> bool:

@@ -74,7 +74,9 @@ def _reason(exc: BaseException) -> str:
     return first
 
 
-async def connect(dsn: str, *, connect_timeout: float = CONNECT_TIMEOUT) -> Connection:
+async def connect(
+    dsn: str, *, connect_timeout: float = CONNECT_TIMEOUT, statement_cache_size: int = 100
+) -> Connection:
     """Open a connection; failures become domain errors naming host and port only.
 
     Raises :class:`StoreUnavailable` ("cannot connect to Postgres at
@@ -83,7 +85,9 @@ async def connect(dsn: str, *, connect_timeout: float = CONNECT_TIMEOUT) -> Conn
     """
     where = dsn_location(dsn)
     try:
-        conn: Connection = await asyncpg.connect(dsn, timeout=connect_timeout)
+        conn: Connection = await asyncpg.connect(
+            dsn, timeout=connect_timeout, statement_cache_size=statement_cache_size
+        )
     except asyncpg.exceptions.ClientConfigurationError as exc:
         raise ConfigurationError(
             f"invalid Postgres DSN for {where}: {scrub_password(_reason(exc), dsn)}"

@@ -15,6 +15,8 @@ from taskq.adapters.postgres.wake_listener import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
     import asyncpg.pool
 
     from taskq.adapters.asyncpg.migrate import Connection
@@ -30,7 +32,10 @@ class AsyncpgNotifier(AsyncpgSession, WakeListener["Connection"]):
     connection (LISTENed on, never closed here); without it one is opened
     from ``dsn`` (the direct DSN: a transaction-mode pooler drops LISTEN).
     ``owns_conn=True`` makes a given ``conn`` TaskQ's: closed on ``close()``.
+    ``connect`` (a ``notify_conn_factory``) makes every replacement session.
     """
+
+    role = "notify_conn"
 
     def __init__(
         self,
@@ -43,6 +48,7 @@ class AsyncpgNotifier(AsyncpgSession, WakeListener["Connection"]):
         conn: Connection | None = None,
         max_reconnect_attempts: int = DEFAULT_MAX_RECONNECT_ATTEMPTS,
         owns_conn: bool = False,
+        connect: Callable[[], Awaitable[Connection]] | None = None,
     ) -> None:
         super().__init__(
             schema=schema,
@@ -54,6 +60,7 @@ class AsyncpgNotifier(AsyncpgSession, WakeListener["Connection"]):
             owns_conn=owns_conn,
         )
         self._dsn = dsn
+        self._set_source(connect, given=conn is not None and not owns_conn)
         self._queries = numbered_queries("notify", schema)
 
     async def _subscribe(self, conn: Connection) -> None:

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
+import asyncpg
+
 from taskq.adapters.asyncpg.driver import (
     AnyConnection,
     AsyncpgConnectionDriver,
@@ -71,7 +73,9 @@ class AsyncpgQueueStore(PooledQueueStore[Pool]):
             source,
             schema=schema,
             budgets=budgets,
-            driver=lambda pool: AsyncpgPoolDriver(pool, self._queries),
+            driver=lambda pool: AsyncpgPoolDriver(
+                pool, self._queries, known=source if isinstance(source, asyncpg.Pool) else None
+            ),
             create_pool=lambda dsn: create_pool(dsn, options),
         )
 

@@ -8,10 +8,17 @@ A driver supplies the hooks once, as a mixin for both.
 
 from __future__ import annotations
 
+import logging
 from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable
 from typing import ClassVar, Final, Generic, TypeVar
 
 C = TypeVar("C")
+
+#: Logged when a lost caller-owned session is replaced by one opened from the DSN.
+DEDICATED_CONN_FROM_DSN: Final = "dedicated-conn-from-dsn"
+
+_log = logging.getLogger("taskq.connections")
 
 #: The first server version (server_version_num) with idle_session_timeout.
 IDLE_SESSION_TIMEOUT_SINCE: Final = 140000
@@ -40,6 +47,33 @@ class DedicatedConnection(ABC, Generic[C]):
     driver_errors: ClassVar[tuple[type[Exception], ...]] = ()
 
     _conn: C | None
+    #: The role this session serves, as ``WorkerConnections`` names it.
+    role: ClassVar[str] = "dedicated"
+    #: Makes every replacement session (a ``WorkerConnections`` factory); None: the DSN.
+    _connect: Callable[[], Awaitable[C]] | None = None
+    #: The first session was the caller's, which TaskQ cannot rebuild.
+    _caller_given: bool = False
+
+    def _set_source(self, connect: Callable[[], Awaitable[C]] | None, *, given: bool) -> None:
+        """Where replacement sessions come from: ``connect`` if set, else the DSN."""
+        self._connect = connect
+        self._caller_given = given
+
+    async def _replacement(self, from_dsn: Callable[[], Awaitable[C]]) -> C:
+        """A new session: from the factory (managed identities: the DSN may hold no
+        credentials), else from the DSN, saying so when it replaces a caller's session."""
+        if self._connect is not None:
+            return await self._connect()
+        if self._caller_given:
+            _log.warning(
+                DEDICATED_CONN_FROM_DSN,
+                extra={
+                    "role": self.role,
+                    "reason": f"the caller's {self.role} cannot be rebuilt (pass "
+                    f"{self.role}_factory instead); opening one from TASKQ_PG_DSN_DIRECT",
+                },
+            )
+        return await from_dsn()
 
     @property
     def _failures(self) -> tuple[type[Exception], ...]:
@@ -71,4 +105,9 @@ class DedicatedConnection(ABC, Generic[C]):
         return self._server_pid(conn)
 
 
-__all__ = ["IDLE_SESSION_TIMEOUT_SINCE", "DedicatedConnection", "session_setup"]
+__all__ = [
+    "DEDICATED_CONN_FROM_DSN",
+    "IDLE_SESSION_TIMEOUT_SINCE",
+    "DedicatedConnection",
+    "session_setup",
+]

@@ -59,6 +59,9 @@ STORE_QUERY_FAMILIES: Final = (
 
 #: SQLSTATEs the drivers translate.
 SQLSTATE_LOCK_NOT_AVAILABLE: Final = "55P03"
+#: invalid_sql_statement_name, duplicate_prepared_statement: what a transaction-mode
+#: pooler does to a session's prepared statements.
+SQLSTATE_PREPARED_STATEMENT: Final = ("26000", "42P05")
 SQLSTATE_UNIQUE_VIOLATION: Final = "23505"
 SQLSTATE_CHECK_VIOLATION: Final = "23514"
 SQLSTATE_NOT_NULL_VIOLATION: Final = "23502"
@@ -90,6 +93,23 @@ class Row(Protocol):
 
 class LockTimeout(StoreUnavailable):
     """``lock_timeout`` expired while a statement waited for a lock (55P03)."""
+
+
+#: Seconds a query waits for a free connection of its pool before ``PoolExhausted``.
+#: Without a bound an exhausted pool (say, the app holding every connection of the
+#: pool it shares with TaskQ) hangs the caller forever.
+POOL_ACQUIRE_TIMEOUT: Final = 30.0
+
+
+class PoolExhausted(StoreUnavailable):
+    """No connection of the pool came free in time: every one is in use."""
+
+    def __init__(self, size: int | None, timeout: float) -> None:
+        of = f"the pool of {size}" if size is not None else "the pool"
+        super().__init__(
+            f"no connection free in {of} within {timeout:g} s: every connection is in use "
+            "(a bigger pool, or fewer connections held elsewhere)"
+        )
 
 
 class TransientConflict(StoreUnavailable):
@@ -209,6 +229,13 @@ def sqlstate_error(sqlstate: str | None, reason: str, constraint: str | None) ->
         return StoreUnavailable(f"Postgres is unavailable: {reason}")
     if value_sqlstate(sqlstate):
         return ValueError(f"Postgres cannot store a value: {reason}")
+    if sqlstate in SQLSTATE_PREPARED_STATEMENT:
+        return ConfigurationError(
+            f"a prepared statement went missing or was duplicated ({reason}): the connection "
+            "goes through a transaction-mode pooler (PgBouncer) with prepared statements on; "
+            "set TASKQ_PG_IS_POOLED=true for TaskQ's own pools, and on a pool of yours turn "
+            "them off (asyncpg statement_cache_size=0, psycopg prepare_threshold=None)"
+        )
     if sqlstate == SQLSTATE_INSUFFICIENT_PRIVILEGE:
         return ConfigurationError(
             f"the database role TaskQ connects as lacks a privilege it needs ({reason}): "
@@ -244,9 +271,11 @@ def value_sqlstate(sqlstate: str | None) -> bool:
 
 
 __all__ = [
+    "POOL_ACQUIRE_TIMEOUT",
     "STORE_QUERY_FAMILIES",
     "Driver",
     "LockTimeout",
+    "PoolExhausted",
     "Row",
     "TransientConflict",
     "Translation",

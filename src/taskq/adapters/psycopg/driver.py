@@ -30,8 +30,9 @@ import psycopg
 from psycopg import AsyncCursor, AsyncRawCursor, sql
 from psycopg.pq import ConnStatus, PipelineStatus, TransactionStatus
 from psycopg.rows import RowMaker, no_result
-from psycopg_pool import AsyncConnectionPool, PoolClosed
+from psycopg_pool import AsyncConnectionPool, PoolClosed, PoolTimeout
 
+from taskq.adapters.postgres import driver as pg_driver
 from taskq.adapters.postgres.driver import (
     Driver,
     Row,
@@ -199,13 +200,27 @@ async def getconn_alive(pool: Pool) -> Connection:
     Closed ones are closed here too and handed back, so the pool replaces them.
     """
     for _ in range(DEAD_CONNECTIONS_SKIPPED):
-        conn: Connection = await pool.getconn()
+        conn = await _getconn(pool)
         if not closed_by_server(conn):
             return conn
         await conn.close()
         await pool.putconn(conn)
-    last: Connection = await pool.getconn()
-    return last
+    return await _getconn(pool)
+
+
+async def _getconn(pool: Pool) -> Connection:
+    """``pool.getconn()`` bounded by ``POOL_ACQUIRE_TIMEOUT`` (or the pool's own, if shorter)."""
+    timeout = min(pool.timeout, pg_driver.POOL_ACQUIRE_TIMEOUT)  # read per call: tests shorten it
+    try:
+        conn: Connection = await pool.getconn(timeout=timeout)
+    except PoolTimeout as exc:
+        stats = pool.get_stats()
+        full = stats.get("pool_available", 0) == 0 and stats.get("pool_size", 0) >= pool.max_size
+        # Connections that fail to open count in pool_size too: that is not exhaustion.
+        if full and not stats.get("connections_errors", 0):
+            raise pg_driver.PoolExhausted(pool.max_size, timeout) from exc
+        raise
+    return conn
 
 
 @asynccontextmanager

@@ -8,6 +8,7 @@ notifier's too): :func:`connect_autocommit`, :func:`close_quietly` and the
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeAlias
 
 import psycopg
@@ -49,7 +50,13 @@ async def connect_autocommit(dsn: str) -> Connection:
     where = dsn_location(dsn)
     try:
         conn: Connection = await psycopg.AsyncConnection.connect(
-            dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT, client_encoding="utf8"
+            dsn,
+            autocommit=True,
+            connect_timeout=CONNECT_TIMEOUT,
+            client_encoding="utf8",
+            # Never prepare: a dedicated session's few statements gain nothing, and
+            # prepared statements break behind a transaction-mode pooler.
+            prepare_threshold=None,
         )
     except psycopg.ProgrammingError as exc:  # what psycopg raises for a DSN it cannot parse
         raise ConfigurationError(
@@ -100,13 +107,16 @@ class PsycopgSession(DedicatedConnection["Connection"]):
     _dsn: str
 
     async def _open(self) -> Connection:
-        conn = await connect_autocommit(self._dsn)
+        conn = await self._replacement(self._from_dsn)
         try:
             await conn.execute(session_setup(conn.info.server_version))
         except CONNECTION_FAILURES as exc:
             await close_quietly(conn)
             raise StoreUnavailable(f"Postgres is unavailable: {exc}") from exc
         return conn
+
+    async def _from_dsn(self) -> Connection:
+        return await connect_autocommit(self._dsn)
 
     async def _dispose(self, conn: Connection) -> None:
         await close_quietly(conn)
@@ -124,9 +134,12 @@ class PsycopgLeaderLock(PsycopgSession, AdvisoryLeaderLock["Connection"]):
     ``conn`` is a caller-owned dedicated connection (never closed here; when
     it is not in autocommit each lock statement is committed at once);
     without it an autocommit connection is opened lazily from ``dsn`` (the
-    direct DSN, never a transaction-mode pooler) and owned.
+    direct DSN, never a transaction-mode pooler) and owned; ``connect`` (a
+    ``leader_conn_factory``) makes every replacement session instead.
     ``owns_conn=True`` makes a given ``conn`` TaskQ's: closed on ``close()``.
     """
+
+    role = "leader_conn"
 
     def __init__(
         self,
@@ -136,11 +149,13 @@ class PsycopgLeaderLock(PsycopgSession, AdvisoryLeaderLock["Connection"]):
         conn: Connection | None = None,
         operation_timeout: float = OPERATION_TIMEOUT,
         owns_conn: bool = False,
+        connect: Callable[[], Awaitable[Connection]] | None = None,
     ) -> None:
         super().__init__(
             schema=schema, conn=conn, operation_timeout=operation_timeout, owns_conn=owns_conn
         )
         self._dsn = dsn
+        self._set_source(connect, given=conn is not None and not owns_conn)
         self._queries = psycopg_queries("leader", schema)
 
     async def _query(self, conn: Connection, name: LeaderQuery) -> bool:

@@ -34,6 +34,8 @@ from taskq.adapters.psycopg.leader_lock import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
     from taskq.ports.notifier import Notifier
 
 #: Longest a reader holds the connection before letting a health-check ping in.
@@ -48,7 +50,10 @@ class PsycopgNotifier(PsycopgSession, WakeListener["Connection"]):
     once). Without it an autocommit connection is opened from ``dsn`` (the
     direct DSN: a transaction-mode pooler drops LISTEN).
     ``owns_conn=True`` makes a given ``conn`` TaskQ's: closed on ``close()``.
+    ``connect`` (a ``notify_conn_factory``) makes every replacement session.
     """
+
+    role = "notify_conn"
 
     def __init__(
         self,
@@ -61,6 +66,7 @@ class PsycopgNotifier(PsycopgSession, WakeListener["Connection"]):
         conn: Connection | None = None,
         max_reconnect_attempts: int = DEFAULT_MAX_RECONNECT_ATTEMPTS,
         owns_conn: bool = False,
+        connect: Callable[[], Awaitable[Connection]] | None = None,
     ) -> None:
         super().__init__(
             schema=schema,
@@ -72,6 +78,7 @@ class PsycopgNotifier(PsycopgSession, WakeListener["Connection"]):
             owns_conn=owns_conn,
         )
         self._dsn = dsn
+        self._set_source(connect, given=conn is not None and not owns_conn)
         self._queries = psycopg_queries("notify", schema)
         self._listen = sql.SQL("LISTEN {}").format(sql.Identifier(self.channel))
         self._unlisten = sql.SQL("UNLISTEN {}").format(sql.Identifier(self.channel))

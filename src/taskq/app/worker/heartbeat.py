@@ -57,7 +57,8 @@ async def run_heartbeat(state: WorkerState) -> None:
     failures = 0
     while not await wait_event(state.clock, interval, state.shutdown_event):
         state.liveness.tick("heartbeat", interval)
-        if await beat(state):
+        error = await beat(state)
+        if error is None:
             failures = 0
             continue
         failures += 1
@@ -66,6 +67,7 @@ async def run_heartbeat(state: WorkerState) -> None:
             logging.WARNING,
             consecutive_failures=failures,
             max_heartbeat_failures=state.settings.max_heartbeat_failures,
+            error=error,  # say, the pool is exhausted or the server is unreachable
         )
         if failures > state.settings.max_heartbeat_failures:
             await isolate_self(state, failures)
@@ -73,8 +75,8 @@ async def run_heartbeat(state: WorkerState) -> None:
     state.liveness.forget("heartbeat")
 
 
-async def beat(state: WorkerState) -> bool:
-    """One heartbeat and its cancel-phase work; False when the heartbeat call failed."""
+async def beat(state: WorkerState) -> str | None:
+    """One heartbeat and its cancel-phase work; why the heartbeat call failed, else None."""
     watched = {a.job.id: a for a in state.active}
     try:
         report = await with_timeout(
@@ -90,8 +92,13 @@ async def beat(state: WorkerState) -> bool:
             ),
         )
     except (TaskQError, TimeoutError, OSError) as exc:
-        events.emit(events.HEARTBEAT_FAILED, logging.DEBUG, error=str(exc) or type(exc).__name__)
-        return False
+        if isinstance(exc, TimeoutError) and not isinstance(exc, TaskQError):
+            return (
+                "no answer within TASKQ_HEARTBEAT_COMMAND_TIMEOUT="
+                f"{state.settings.heartbeat_command_timeout:g}s (no free connection in "
+                "the store's pool, or a server that does not answer)"
+            )
+        return str(exc) or type(exc).__name__
     if not report.registered:
         await _register_again(state)
     await _extend_reservations(state)
@@ -100,7 +107,7 @@ async def beat(state: WorkerState) -> bool:
     for active in abandons:
         await _abandon(state, active)
     await _release_orphans(state, report)
-    return True
+    return None
 
 
 async def _register_again(state: WorkerState) -> None:

@@ -149,6 +149,7 @@ class Worker:
         dependencies = self.dependencies if self.dependencies is not None else _no_dependencies()
         try:
             dependencies.validate(self.state.registry)
+            startup.shared_connection_warning(dependencies, self.state.settings.max_concurrency)
             await startup.start(self.state, force=self.force)
         except TaskQError as exc:
             # Bad configuration, actor-config drift, or no database to register with.

@@ -24,6 +24,7 @@ import socket
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Final
 
+from taskq.app.di import Scope
 from taskq.app.settings import unknown_variables
 from taskq.app.worker import events
 from taskq.app.worker.limits import limited_actors
@@ -200,6 +201,38 @@ def bootstrap_warnings(registry: Mapping[str, ActorLike], worker_queues: Sequenc
             note="no actors registered: this worker claims no jobs (it still heartbeats and "
             "may run maintenance as the leader)",
         )
+
+
+#: Single connections of the built-in drivers: one statement at a time each.
+_SINGLE_CONNECTIONS: Final = frozenset(
+    {
+        ("asyncpg.connection", "Connection"),
+        ("psycopg", "AsyncConnection"),
+        ("psycopg.connection_async", "AsyncConnection"),
+    }
+)
+
+
+def shared_connection_warning(dependencies: object, max_concurrency: int) -> None:
+    """``loop-scope-connection-shared``: one LOOP-scope driver connection is shared by every
+    concurrent job, which then fail with "another operation is in progress"."""
+    registered = getattr(dependencies, "registered", None)
+    if max_concurrency <= 1 or not callable(registered):
+        return
+    for spec in registered():
+        kind = getattr(spec, "type", None)
+        key = (getattr(kind, "__module__", ""), getattr(kind, "__qualname__", ""))
+        if getattr(spec, "scope", None) is Scope.LOOP and key in _SINGLE_CONNECTIONS:
+            events.emit(
+                events.LOOP_SCOPE_CONNECTION_SHARED,
+                logging.WARNING,
+                dependency=spec.describe() if hasattr(spec, "describe") else repr(spec),
+                max_concurrency=max_concurrency,
+                note="one connection runs one statement at a time, and up to "
+                "max_concurrency jobs share it: register a pool (asyncpg.Pool, "
+                "psycopg_pool.AsyncConnectionPool) at LOOP scope instead, or run with "
+                "TASKQ_MAX_CONCURRENCY=1",
+            )
 
 
 async def deregister(state: WorkerState) -> None:

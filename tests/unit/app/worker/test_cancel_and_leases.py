@@ -231,7 +231,9 @@ async def test_failing_heartbeats_isolate_the_worker(
     await run.advance(30)
     assert run.task is not None
     assert not run.task.done()
-    assert len(events_named(caplog, events.HEARTBEAT_FAILED)) >= 3
+    failed = events_named(caplog, events.HEARTBEAT_FAILED)
+    assert len(failed) >= 3
+    assert all(fields(record)["error"] for record in failed)  # the reason, not just a count
     code = await run.finish(within=30)
     assert code == 1
     [isolated] = events_named(caplog, events.WORKER_ISOLATED)
@@ -289,3 +291,25 @@ async def test_an_error_raised_after_a_cancel_request_ends_cancelled(
     assert stopped.status is JobStatus.CANCELLED
     assert stopped.attempt == 1
     assert await run.stop() == 0
+
+
+async def test_a_heartbeat_that_never_answers_says_why(
+    backend: MemoryBackend,
+    clock: FakeClock,
+    client: MemoryQueueStore,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A store waiting for a pool connection that never frees: heartbeat-failed said
+    only 'consecutive_failures: 1'; it now names the timeout and its likely causes."""
+    run = WorkerRun(backend, clock, REGISTRY)
+    await run.start()
+
+    async def never(*_: object, **__: object) -> None:
+        await asyncio.Event().wait()
+
+    run.store.heartbeat = never  # type: ignore[method-assign,assignment]
+    await run.advance(25)
+    failed = events_named(caplog, events.HEARTBEAT_FAILED)
+    assert failed
+    assert "TASKQ_HEARTBEAT_COMMAND_TIMEOUT" in fields(failed[0])["error"]
+    await run.stop()

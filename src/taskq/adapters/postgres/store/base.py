@@ -33,6 +33,21 @@ class LockBudgets:
     idempotency_ms: float = 200.0
 
 
+#: The share of a connection's client-side per-query timeout a lock budget may use:
+#: the server's lock_timeout (the typed refusal) must expire before the client's
+#: timer (a bare timeout), which starts earlier; half leaves room for the round trips.
+LOCK_BUDGET_COMMAND_TIMEOUT_SHARE: Final = 0.5
+
+
+def budget_lock_timeout(budget_ms: float, driver: object) -> str:
+    """``lock_timeout`` for ``budget_ms`` on ``driver``, kept below half of the driver's
+    client-side ``command_timeout`` when it has one (only asyncpg's do)."""
+    timeout = getattr(driver, "command_timeout", None)
+    if isinstance(timeout, int | float) and timeout > 0 and budget_ms > 0:
+        budget_ms = min(budget_ms, timeout * 1000.0 * LOCK_BUDGET_COMMAND_TIMEOUT_SHARE)
+    return lock_timeout_text(budget_ms)
+
+
 def lock_timeout_text(budget_ms: float) -> str:
     """A ``lock_timeout`` value: whole milliseconds, rounded up; ``0`` waits without bound."""
     if budget_ms <= 0:
@@ -103,4 +118,11 @@ class StoreCore:
             await self._on_close()
 
 
-__all__ = ["CONFLICT_RETRIES", "LockBudgets", "StoreCore", "lock_timeout_text"]
+__all__ = [
+    "CONFLICT_RETRIES",
+    "LOCK_BUDGET_COMMAND_TIMEOUT_SHARE",
+    "LockBudgets",
+    "StoreCore",
+    "budget_lock_timeout",
+    "lock_timeout_text",
+]

@@ -50,7 +50,11 @@ from taskq.adapters.postgres.driver import (
     UniqueConflict,
 )
 from taskq.adapters.postgres.schema import Schema
-from taskq.adapters.postgres.store.base import CONFLICT_RETRIES, LockBudgets, lock_timeout_text
+from taskq.adapters.postgres.store.base import (
+    CONFLICT_RETRIES,
+    LockBudgets,
+    budget_lock_timeout,
+)
 from taskq.adapters.postgres.store.enqueue_copy import copy_chunks, plan_copy
 from taskq.adapters.postgres.store.rows import (
     check_aware,
@@ -423,7 +427,7 @@ class Enqueuer:
                 gated=gated,
                 wrote=lambda r: r is not None and bool(r["ids"]),
                 now=now,
-                lock_timeout=None if budget is None else lock_timeout_text(budget),
+                lock_timeout=None if budget is None else budget_lock_timeout(budget, driver),
                 check_limits=check_limits,
                 limit_actors=sorted({j.actor for j in jobs}),
                 queue=[j.queue for j in jobs],
@@ -507,7 +511,7 @@ class Enqueuer:
                 gated=gated,
                 wrote=lambda r: r is not None and r["inserted_id"] is not None,
                 now=now,
-                lock_timeout=None if budget is None else lock_timeout_text(budget),
+                lock_timeout=None if budget is None else budget_lock_timeout(budget, driver),
                 queue=job.queue,
                 actor=job.actor,
                 payload=dump_json_object(job.payload),
@@ -541,7 +545,7 @@ class Enqueuer:
                 await tx.fetchval(
                     "lock_max_pending",
                     keys=keys,
-                    lock_timeout=lock_timeout_text(self._budgets.max_pending_ms),
+                    lock_timeout=budget_lock_timeout(self._budgets.max_pending_ms, tx),
                 )
             except LockTimeout as exc:
                 raise MaxPendingLockTimeoutError(
