@@ -22,13 +22,13 @@ from taskq import JobsClient
 
 pytestmark = pytest.mark.integration
 
-#: Lease 8 s: four failed beats (0.5 s apart, each given up after 0.5 s) and the
+#: Lease 10 s: four failed beats (0.5 s apart, each given up after 0.5 s) and the
 #: isolation fit well inside it. Termination 30 s: far beyond what a prompt exit takes.
 PARTITION_ENV = {
     "TASKQ_HEARTBEAT_INTERVAL": "0.5",
     "TASKQ_HEARTBEAT_COMMAND_TIMEOUT": "0.5",
     "TASKQ_MAX_HEARTBEAT_FAILURES": "3",
-    "TASKQ_LOCK_LEASE": "8",
+    "TASKQ_LOCK_LEASE": "10",
     "TASKQ_TERMINATION_GRACE_PERIOD": "30",
     "TASKQ_NOTIFY_POLL_INTERVAL": "0.5",
     "TASKQ_NOTIFY_HEALTH_CHECK_INTERVAL": "0.5",
