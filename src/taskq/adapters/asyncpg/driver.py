@@ -8,6 +8,7 @@ and nowhere else (see ``postgres.driver`` for the mapping).
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from abc import ABC, abstractmethod
 from collections.abc import (
@@ -77,6 +78,10 @@ def broken(exc: BaseException) -> bool:
     the connection can look alive until asyncpg notices: put back in the pool as
     is, the next statement on it would find the protocol still mid-operation.
     """
+    if isinstance(exc, asyncio.CancelledError):
+        # Given back as is, asyncpg would first wait for the server to acknowledge a
+        # cancel request: forever on a silently dropped (blackholed) connection.
+        return True
     if isinstance(exc, asyncpg.PostgresError):
         return exc.sqlstate[:2] in _CONNECTION_SQLSTATE_CLASSES
     if isinstance(exc, asyncpg.exceptions.DataError):
@@ -115,7 +120,7 @@ def _terminated_if_broken(conn: AnyConnection) -> Iterator[None]:
     """A failure that may have broken ``conn`` closes it before it goes back to its pool."""
     try:
         yield
-    except Exception as exc:
+    except BaseException as exc:
         _terminate_if_broken(conn, exc)
         raise
 

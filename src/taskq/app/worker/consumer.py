@@ -54,6 +54,7 @@ from taskq.app.worker.protocols import ActorScopes
 from taskq.app.worker.refused_writes import FailedInstead, Written
 from taskq.app.worker.start_marks import StartMarks
 from taskq.app.worker.state import ActiveJob, WorkerState
+from taskq.app.worker.waiting import kept, until_stopped
 from taskq.domain.cancel import consumer_skips_mark_cancelled
 from taskq.domain.errors import LeaseLost, PayloadValidationError, TaskQError
 from taskq.domain.job import ClaimedJob
@@ -540,7 +541,16 @@ class Dispatcher:
         state = self.state
         state.writing.add(job.id)
         try:
-            await asyncio.shield(write)
+            # Past the shutdown, bounded: during an outage (psycopg waits its pool's
+            # timeout for a connection) the worker must still exit; the lease covers it.
+            task = asyncio.ensure_future(write)
+            kept(task)
+            await until_stopped(
+                state.clock,
+                asyncio.shield(task),
+                state.shutdown_event,
+                state.settings.heartbeat_command_timeout,
+            )
         except LeaseLost:
             events.emit(
                 events.JOB_LEASE_LOST,
@@ -557,7 +567,8 @@ class Dispatcher:
             events.emit(
                 events.JOB_WRITE_FAILED,
                 logging.ERROR,
-                exc_info=not isinstance(exc, TaskQError),  # a bug deserves its traceback
+                # A bug deserves its traceback; a write given up at shutdown does not.
+                exc_info=not isinstance(exc, TaskQError | TimeoutError),
                 job_id=job.id,
                 write=what,
                 error=str(exc),

@@ -18,7 +18,10 @@ reply was lost) is given back (``job-orphan-released``). A job that ran and
 whose outcome write gave up is reported but its lease is not extended
 (``Heartbeat.let_lapse``): it expires and the leader's sweep reclaims it.
 
-After more than ``max_heartbeat_failures`` consecutive failures the worker
+Each beat is given up after ``heartbeat_command_timeout`` (abandoned, not
+waited for: on a blackholed connection the cancellation hangs too). After more
+than ``max_heartbeat_failures`` consecutive failures, or sooner when the next
+beat could not end before the leases last extended run out, the worker
 isolates itself: ``store.isolate_worker`` hands its jobs back (retryable
 actors) or marks them crashed, local tasks are cancelled, and the shutdown
 event is set, so the process exits with code 1.
@@ -54,14 +57,18 @@ _ABANDON_MESSAGE: Final = (
 async def run_heartbeat(state: WorkerState) -> None:
     """Beat every heartbeat_interval until the shutdown event (or isolate-self)."""
     interval = state.settings.heartbeat_interval
+    clock = state.clock
     failures = 0
-    while not await wait_event(state.clock, interval, state.shutdown_event):
+    extended_at = clock.monotonic()  # the leases were set (at the latest) by the claims
+    while not await wait_event(clock, interval, state.shutdown_event):
         state.liveness.tick("heartbeat", interval)
+        started = clock.monotonic()
         error = await beat(state)
         if error is None:
-            failures = 0
+            failures, extended_at = 0, started
             continue
         failures += 1
+        took = clock.monotonic() - started
         events.emit(
             events.HEARTBEAT_FAILED,
             logging.WARNING,
@@ -69,7 +76,11 @@ async def run_heartbeat(state: WorkerState) -> None:
             max_heartbeat_failures=state.settings.max_heartbeat_failures,
             error=error,  # say, the pool is exhausted or the server is unreachable
         )
-        if failures > state.settings.max_heartbeat_failures:
+        # The leases run out at extended_at + lock_lease; a next beat as slow as this
+        # one, then the isolation, must end before that, or the sweep hands the jobs
+        # to another worker while they still run here.
+        lapses = clock.monotonic() + interval + 2 * took >= extended_at + state.settings.lock_lease
+        if failures > state.settings.max_heartbeat_failures or lapses:
             await isolate_self(state, failures)
             break
     state.liveness.forget("heartbeat")
@@ -82,6 +93,7 @@ async def beat(state: WorkerState) -> str | None:
         report = await with_timeout(
             state.clock,
             state.settings.heartbeat_command_timeout,
+            # Abandoned on timeout: a blackholed connection can hang the cancellation too.
             state.store.heartbeat(
                 Heartbeat(
                     worker_id=state.worker_id,
@@ -90,6 +102,7 @@ async def beat(state: WorkerState) -> str | None:
                     let_lapse=tuple(state.unwritten),
                 )
             ),
+            abandon=True,
         )
     except (TaskQError, TimeoutError, OSError) as exc:
         if isinstance(exc, TimeoutError) and not isinstance(exc, TaskQError):
@@ -120,6 +133,7 @@ async def _register_again(state: WorkerState) -> None:
             state.clock,
             state.settings.heartbeat_command_timeout,
             state.store.register_worker(worker_info(state)),
+            abandon=True,  # as the beat: a dropped connection must not hold the heartbeat
         )
     except (TaskQError, TimeoutError, OSError) as exc:
         error = str(exc) or type(exc).__name__
@@ -290,6 +304,7 @@ async def isolate_self(state: WorkerState, failures: int) -> None:
                     retry_at=state.clock.now() + ISOLATE_RETRY_DELAY,
                 )
             ),
+            abandon=True,
         )
     except (TaskQError, TimeoutError, OSError):
         affected = None  # the leader's sweep reclaims them when their leases expire

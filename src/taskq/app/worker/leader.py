@@ -22,6 +22,7 @@ one left), then at their cadence. A failing step is logged
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
@@ -30,7 +31,7 @@ from typing import Final
 from taskq.app.worker import events
 from taskq.app.worker.schedule import Schedule, daily_schedule
 from taskq.app.worker.state import WorkerState
-from taskq.app.worker.waiting import wait_event
+from taskq.app.worker.waiting import wait_event, with_timeout
 from taskq.domain.errors import TaskQError
 from taskq.domain.status import TERMINAL
 from taskq.ports.store_params import PrunePolicy
@@ -75,9 +76,16 @@ async def _try_acquire(state: WorkerState) -> bool:
 
 
 async def _release(state: WorkerState) -> None:
+    # Bounded: on a dead network the unlock would wait out the lock's own timeouts,
+    # and the session's end (closing the port) releases the lock anyway.
     try:
-        await state.ports.leader_lock.release()
-    except TaskQError as exc:
+        await with_timeout(
+            state.clock,
+            state.settings.heartbeat_command_timeout,
+            state.ports.leader_lock.release(),
+            abandon=True,
+        )
+    except (TaskQError, TimeoutError) as exc:
         events.emit(events.LEADER_TASK_FAILED, logging.WARNING, task="release", error=str(exc))
 
 
@@ -114,7 +122,15 @@ async def _lead(state: WorkerState) -> None:
     finally:
         for task in tasks:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        # Not waited for past the command timeout: a driver's cancellation of a
+        # statement on a dead network can take many seconds (psycopg: up to 10).
+        with contextlib.suppress(TimeoutError):
+            await with_timeout(
+                state.clock,
+                settings.heartbeat_command_timeout,
+                asyncio.gather(*tasks, return_exceptions=True),
+                abandon=True,
+            )
         state.is_leader = False
         for name in loops:
             state.liveness.forget(name)

@@ -10,10 +10,11 @@ same cadence; the producer's slow poll covers the gap either way. With
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable
 
 from taskq.app.worker import events
 from taskq.app.worker.state import WorkerState
-from taskq.app.worker.waiting import wait_event
+from taskq.app.worker.waiting import until_stopped, wait_event
 from taskq.domain.errors import TaskQError
 from taskq.ports.notifier import Notifier
 
@@ -38,12 +39,14 @@ async def run_listener(state: WorkerState) -> None:
     try:
         while True:
             if not started:
-                started = await _start(notifier)
+                started = await _until_shutdown(state, _start(notifier))
                 if started:
                     state.wake.set()  # anything enqueued before we listened
             else:
                 was_connected = notifier.connected
-                ok = await _healthy(notifier)
+                ok = await _until_shutdown(state, _healthy(notifier))
+                if state.shutdown_event.is_set():
+                    return
                 if ok and (not healthy or not was_connected):
                     # Reconnected: wake-ups published meanwhile were lost, so claim now.
                     events.emit(events.NOTIFY_RECOVERED)
@@ -71,4 +74,13 @@ async def _healthy(notifier: Notifier) -> bool:
         return await notifier.health_check()
     except TaskQError as exc:
         events.emit(events.NOTIFY_UNHEALTHY, logging.DEBUG, error=str(exc))
+        return False
+
+
+async def _until_shutdown(state: WorkerState, work: Awaitable[bool]) -> bool:
+    """``work``, given up (False) when the shutdown event is set: during an outage a
+    health check's reconnect backoff runs for minutes and must not hold the exit."""
+    try:
+        return await until_stopped(state.clock, work, state.shutdown_event, 0.0)
+    except TimeoutError:
         return False

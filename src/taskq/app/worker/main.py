@@ -190,7 +190,8 @@ async def _run(
     finally:
         if remove_handlers is not None:
             remove_handlers()
-        await ports.close_owned()
+        # Bounded: a worker cut off from the database must still exit promptly.
+        await ports.close_owned(budget=settings.heartbeat_command_timeout)
     return code, worker.problem
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from taskq.app.worker.events import WORKER_CLEANUP_FAILED, emit
+from taskq.app.worker.waiting import with_timeout
 from taskq.ports.clock import Clock
 from taskq.ports.leader_lock import LeaderLock
 from taskq.ports.notifier import Notifier
@@ -39,13 +40,28 @@ class WorkerPorts:
         if unknown:
             raise ValueError(f"owned names unknown roles {sorted(unknown)}; roles are {ROLES}")
 
-    async def close_owned(self) -> None:
-        """Close every owned port (notifier first, store last); failures are logged, not raised."""
+    async def close_owned(self, budget: float | None = None) -> None:
+        """Close every owned port (notifier first, store last); failures are logged, not raised.
+
+        With ``budget``, a close still running after that many seconds is given up
+        (cancelled, not waited for): on a dead network a graceful close can wait out
+        a connect timeout, and the process is leaving anyway.
+        """
         for role in ROLES:
             port = getattr(self, role)
             if role not in self.owned or port is None:
                 continue
             try:
-                await port.close()
+                if budget is None:
+                    await port.close()
+                else:
+                    await with_timeout(self.clock, budget, port.close(), abandon=True)
+            except TimeoutError:
+                emit(
+                    WORKER_CLEANUP_FAILED,
+                    logging.WARNING,
+                    step=f"close {role}",
+                    error=f"not closed within {budget:g}s; given up",
+                )
             except Exception:
                 emit(WORKER_CLEANUP_FAILED, logging.WARNING, exc_info=True, step=f"close {role}")

@@ -26,14 +26,18 @@ runs between a claim and the queueing of what it returned.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable
+from typing import TypeVar
 
 from taskq.app.worker import events
 from taskq.app.worker.batching import GroupCommit
 from taskq.app.worker.refused_writes import UNSTORABLE, write_one_by_one
 from taskq.app.worker.state import WorkerState
-from taskq.app.worker.waiting import wait_event
-from taskq.domain.errors import SchemaNotMigrated, TaskQError
+from taskq.app.worker.waiting import until_stopped, wait_event
+from taskq.domain.errors import SchemaNotMigrated, StoreUnavailable, TaskQError
 from taskq.ports.store_params import ClaimRequest
+
+T = TypeVar("T")
 
 
 async def run_producer(state: WorkerState) -> None:
@@ -96,8 +100,9 @@ async def _claim(state: WorkerState, actors: list[str], limit: int) -> int | Non
         try:
             if carried:
                 try:
-                    lost, jobs = await state.store.finish_and_claim(
-                        [finish for finish, _ in carried], request
+                    lost, jobs = await _bounded(
+                        state,
+                        state.store.finish_and_claim([finish for finish, _ in carried], request),
                     )
                 except UNSTORABLE:
                     # A write the store cannot keep refused the round trip (nothing written,
@@ -108,9 +113,9 @@ async def _claim(state: WorkerState, actors: list[str], limit: int) -> int | Non
                         await write_one_by_one(state.store, [finish for finish, _ in carried]),
                     )
                     carried = []
-                    jobs = await state.store.claim(request)
+                    jobs = await _bounded(state, state.store.claim(request))
             else:
-                jobs = await state.store.claim(request)
+                jobs = await _bounded(state, state.store.claim(request))
         except TaskQError as exc:
             GroupCommit.fail(carried, exc)
             if isinstance(exc, SchemaNotMigrated):
@@ -149,3 +154,15 @@ async def _claim(state: WorkerState, actors: list[str], limit: int) -> int | Non
             # expected to free (claim_pace) wait past the queue's size if those are not free.
             state.local_queue.put_nowait(job, overfill=True)
     return len(jobs)
+
+
+async def _bounded(state: WorkerState, work: Awaitable[T]) -> T:
+    """A claim round trip, given up ``heartbeat_command_timeout`` after the producer is
+    stopped: on a dead network it would hold the claim lock, and so the shutdown's
+    drain, forever. Jobs it claimed anyway come back when their leases expire."""
+    try:
+        return await until_stopped(
+            state.clock, work, state.producer_stop, state.settings.heartbeat_command_timeout
+        )
+    except TimeoutError as exc:
+        raise StoreUnavailable(f"claim abandoned at shutdown: {exc}") from exc

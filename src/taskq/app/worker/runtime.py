@@ -22,6 +22,7 @@ consumers so a last write is never dropped) and the shutdown watchdog.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import random
@@ -48,6 +49,7 @@ from taskq.app.worker.shutdown import HardExitHook, ShutdownOrchestrator
 from taskq.app.worker.start_marks import StartMarks
 from taskq.app.worker.state import WorkerState
 from taskq.app.worker.until_idle import run_until_idle
+from taskq.app.worker.waiting import with_timeout
 from taskq.app.worker.watchdog import (
     LoopLagMonitor,
     ShutdownWatchdog,
@@ -232,8 +234,31 @@ class Worker:
         finally:
             await dispatcher.close()
             helpers[0].cancel()  # marks only matter while jobs run
-            await asyncio.gather(helpers[0], return_exceptions=True)
-            await completer.close(helpers[1])
+            # Not waited for past the command timeout: a driver's cancellation of a
+            # write on a dead network can take many seconds (psycopg: up to 10).
+            with contextlib.suppress(TimeoutError):
+                await with_timeout(
+                    state.clock,
+                    self.settings.heartbeat_command_timeout,
+                    asyncio.gather(helpers[0], return_exceptions=True),
+                    abandon=True,
+                )
+            try:
+                # Bounded like the other writes past the shutdown: queued outcomes that do
+                # not land in time are left to their leases.
+                await with_timeout(
+                    state.clock,
+                    self.settings.heartbeat_command_timeout,
+                    completer.close(helpers[1]),
+                    abandon=True,
+                )
+            except TimeoutError:
+                events.emit(
+                    events.JOB_WRITE_FAILED,
+                    logging.ERROR,
+                    write="completions",
+                    error="the last outcome writes did not land in time; left to their leases",
+                )
 
     def _sibling_bodies(
         self, dispatcher: Dispatcher

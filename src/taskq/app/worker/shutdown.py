@@ -25,12 +25,12 @@ import asyncio
 import logging
 import signal
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Final
 
 from taskq.app.worker import events
 from taskq.app.worker.state import ActiveJob, WorkerState
-from taskq.app.worker.waiting import wait_event
+from taskq.app.worker.waiting import wait_event, with_timeout
 from taskq.domain.cancel import GracePeriods
 from taskq.domain.errors import LeaseLost, TaskQError
 from taskq.domain.shutdown import (
@@ -166,9 +166,11 @@ class ShutdownOrchestrator:
             # Every job a consumer holds gets its start mark first, so the drain
             # re-pends only what was still queued. Unconfirmed marks: no drain
             # (the queued jobs come back when their leases expire instead).
-            marked = state.start_marks is None or await state.start_marks.flush()
+            marked = state.start_marks is None or await _bounded(
+                state, state.start_marks.flush(), False
+            )
             if marked and state.unwritten:
-                marked = await _mark_unwritten(state)
+                marked = await _bounded(state, _mark_unwritten(state), False)
             if not marked:
                 events.emit(
                     events.JOB_WRITE_FAILED,
@@ -179,8 +181,13 @@ class ShutdownOrchestrator:
                 )
             else:
                 try:
-                    drained = await state.store.drain_unstarted(state.worker_id)
-                except TaskQError as exc:
+                    drained = await with_timeout(
+                        state.clock,
+                        state.settings.heartbeat_command_timeout,
+                        state.store.drain_unstarted(state.worker_id),
+                        abandon=True,
+                    )
+                except (TaskQError, TimeoutError) as exc:
                     events.emit(
                         events.JOB_WRITE_FAILED,
                         logging.ERROR,
@@ -196,9 +203,15 @@ class ShutdownOrchestrator:
         )
 
     async def _force(self, active: ActiveJob) -> None:
+        state = self.state
         try:
-            await self.state.store.escalate_cancel(active.job.lease)
-        except TaskQError as exc:
+            await with_timeout(
+                state.clock,
+                state.settings.heartbeat_command_timeout,
+                state.store.escalate_cancel(active.job.lease),
+                abandon=True,
+            )
+        except (TaskQError, TimeoutError) as exc:
             events.emit(
                 events.JOB_WRITE_FAILED,
                 logging.WARNING,
@@ -211,15 +224,21 @@ class ShutdownOrchestrator:
     async def _abandon(self, active: ActiveJob) -> None:
         job = active.job
         active.abandon_queued = True
+        state = self.state
         try:
-            await asyncio.shield(
-                self.state.store.finish(
-                    Finish(lease=job.lease, status=JobStatus.ABANDONED, error=_ABANDON_MESSAGE)
-                )
+            await with_timeout(
+                state.clock,
+                state.settings.heartbeat_command_timeout,
+                asyncio.shield(
+                    state.store.finish(
+                        Finish(lease=job.lease, status=JobStatus.ABANDONED, error=_ABANDON_MESSAGE)
+                    )
+                ),
+                abandon=True,
             )
         except LeaseLost:
             return  # it ended (or was abandoned by the heartbeat) meanwhile
-        except TaskQError as exc:
+        except (TaskQError, TimeoutError) as exc:
             events.emit(
                 events.JOB_WRITE_FAILED,
                 logging.ERROR,
@@ -276,3 +295,14 @@ async def _mark_unwritten(state: WorkerState) -> bool:
         )
         return False
     return True
+
+
+async def _bounded(state: WorkerState, work: Awaitable[bool], timed_out: bool) -> bool:
+    """``work`` given up after ``heartbeat_command_timeout`` (then ``timed_out``): a
+    shutdown during an outage must not wait out the termination deadline."""
+    try:
+        return await with_timeout(
+            state.clock, state.settings.heartbeat_command_timeout, work, abandon=True
+        )
+    except TimeoutError:
+        return timed_out

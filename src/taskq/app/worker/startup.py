@@ -30,6 +30,7 @@ from taskq.app.worker import events
 from taskq.app.worker.limits import limited_actors
 from taskq.app.worker.protocols import ActorLike
 from taskq.app.worker.state import WorkerState
+from taskq.app.worker.waiting import with_timeout
 from taskq.domain.actor_config import ActorConfigSyncReport
 from taskq.domain.errors import ActorConfigDriftList, ConfigurationError, TaskQError
 from taskq.ports.rate_limiter import RateLimiter
@@ -238,8 +239,14 @@ def shared_connection_warning(dependencies: object, max_concurrency: int) -> Non
 async def deregister(state: WorkerState) -> None:
     """Remove the worker row (best effort: the leader's stale-worker sweep is the backstop)."""
     try:
-        await state.store.deregister_worker(state.worker_id)
-    except TaskQError as exc:
+        # Bounded: a worker cut off from the database must still exit promptly.
+        await with_timeout(
+            state.clock,
+            state.settings.heartbeat_command_timeout,
+            state.store.deregister_worker(state.worker_id),
+            abandon=True,
+        )
+    except (TaskQError, TimeoutError) as exc:
         events.emit(
             events.WORKER_CLEANUP_FAILED, logging.WARNING, step="deregister", error=str(exc)
         )

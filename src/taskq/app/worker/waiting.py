@@ -108,10 +108,15 @@ async def wait_event(clock: Clock, seconds: float | None, *events: asyncio.Event
     return any(e.is_set() for e in events)
 
 
-async def with_timeout(clock: Clock, seconds: float, work: Awaitable[T]) -> T:
+async def with_timeout(
+    clock: Clock, seconds: float, work: Awaitable[T], *, abandon: bool = False
+) -> T:
     """``await work``, raising ``TimeoutError`` once ``seconds`` pass on ``clock``.
 
-    The work is cancelled on timeout and when the caller is cancelled.
+    The work is cancelled on timeout and when the caller is cancelled. With
+    ``abandon`` a timed-out work is cancelled but not waited for: on a silently
+    dropped connection the cancellation itself can hang (a driver's cancel
+    request and connection release wait on the same dead socket).
     """
     task: asyncio.Future[T] = asyncio.ensure_future(work)
     timer: asyncio.Future[Any] = asyncio.create_task(clock.sleep(seconds))
@@ -123,6 +128,53 @@ async def with_timeout(clock: Clock, seconds: float, work: Awaitable[T]) -> T:
     finally:
         timer.cancel()
     if not task.done():
-        await _cancel_all([task])
+        if abandon:
+            _abandon(task)
+        else:
+            await _cancel_all([task])
         raise TimeoutError(f"gave up after {seconds:g}s")
     return task.result()
+
+
+async def until_stopped(clock: Clock, work: Awaitable[T], stop: LatchEvent, grace: float) -> T:
+    """``await work``; once ``stop`` is set, ``grace`` seconds more, then ``TimeoutError``.
+
+    The work is then abandoned (cancelled, not waited for): on a dead network
+    its cancellation can hang as long as the work itself.
+    """
+    task: asyncio.Future[T] = asyncio.ensure_future(work)
+    try:
+        if not task.done():
+            await first_done(task, stop.future())
+        if not task.done():
+            await with_timeout(clock, grace, asyncio.shield(task))
+    except TimeoutError:
+        _abandon(task)
+        raise TimeoutError(f"abandoned {grace:g}s after the stop") from None
+    except BaseException:
+        _abandon(task)
+        raise
+    return task.result()
+
+
+#: Abandoned works still running: referenced so they are not collected mid-flight.
+_abandoned: set[asyncio.Future[Any]] = set()
+
+
+def _abandon(task: asyncio.Future[Any]) -> None:
+    task.cancel()
+    kept(task)
+
+
+def kept(task: asyncio.Future[Any]) -> None:
+    """Keep ``task`` referenced until done, its failure retrieved: a work that may be
+    given up on (its failure is reported by whoever gave up) must not be collected
+    mid-flight nor logged as "exception never retrieved"."""
+    _abandoned.add(task)
+
+    def forget(done: asyncio.Future[Any]) -> None:
+        _abandoned.discard(done)
+        if not done.cancelled():
+            done.exception()
+
+    task.add_done_callback(forget)

@@ -1,0 +1,92 @@
+"""A TCP proxy in the test's event loop that can fail the way networks do.
+
+``blackhole()`` is a silent partition: every byte is held, nothing is closed,
+new connections are accepted and never answered. ``refuse()`` is an outage:
+every connection is cut and new ones are refused (the port stops listening).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from urllib.parse import urlsplit, urlunsplit
+
+
+class FaultyProxy:
+    def __init__(self, upstream_host: str, upstream_port: int) -> None:
+        self._upstream = (upstream_host, upstream_port)
+        self._server: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._writers: set[asyncio.StreamWriter] = set()
+        self._held = asyncio.Event()
+        self.port = 0
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    def dsn_for(self, dsn: str) -> str:
+        """``dsn`` with its host and port replaced by the proxy's."""
+        parts = urlsplit(dsn)
+        netloc = parts.netloc.rsplit("@", 1)
+        auth = f"{netloc[0]}@" if len(netloc) == 2 else ""
+        return urlunsplit(parts._replace(netloc=f"{auth}127.0.0.1:{self.port}"))
+
+    def blackhole(self) -> None:
+        self._held.set()
+
+    def refuse(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for writer in self._writers:
+            writer.transport.abort()
+
+    async def close(self) -> None:
+        self.refuse()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        self._writers.add(writer)
+        try:
+            if self._held.is_set():
+                await asyncio.Event().wait()  # accepted, never answered
+            up_reader, up_writer = await asyncio.open_connection(*self._upstream)
+            self._writers.add(up_writer)
+            await asyncio.gather(self._pipe(reader, up_writer), self._pipe(up_reader, writer))
+        except (OSError, asyncio.CancelledError):
+            pass
+        finally:
+            self._tasks.discard(task)
+            for w in (writer,):
+                w.transport.abort()
+
+    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while data := await reader.read(65536):
+                if self._held.is_set():
+                    await asyncio.Event().wait()  # hold it: a silent partition
+                writer.write(data)
+                await writer.drain()
+        except OSError:
+            pass
+        finally:
+            with contextlib.suppress(Exception):
+                writer.transport.abort()
+
+
+@asynccontextmanager
+async def faulty_proxy(dsn: str) -> AsyncIterator[FaultyProxy]:
+    parts = urlsplit(dsn)
+    proxy = FaultyProxy(parts.hostname or "127.0.0.1", parts.port or 5432)
+    await proxy.start()
+    try:
+        yield proxy
+    finally:
+        await proxy.close()
