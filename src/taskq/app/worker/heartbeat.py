@@ -66,8 +66,10 @@ async def run_heartbeat(state: WorkerState) -> None:
         error = await beat(state)
         if error is None:
             failures, extended_at = 0, started
+            state.store_suspect = False
             continue
         failures += 1
+        state.store_suspect = True
         took = clock.monotonic() - started
         events.emit(
             events.HEARTBEAT_FAILED,

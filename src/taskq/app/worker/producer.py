@@ -25,6 +25,7 @@ runs between a claim and the queueing of what it returned.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable
 from typing import TypeVar
@@ -124,6 +125,7 @@ async def _claim(state: WorkerState, actors: list[str], limit: int) -> int | Non
                 state.stop_for(str(exc))
                 return 0
             events.emit(events.PRODUCER_CLAIM_FAILED, logging.WARNING, error=str(exc))
+            state.store_suspect = True
             return None
         except Exception as exc:
             GroupCommit.fail(carried, exc)
@@ -159,10 +161,52 @@ async def _claim(state: WorkerState, actors: list[str], limit: int) -> int | Non
 async def _bounded(state: WorkerState, work: Awaitable[T]) -> T:
     """A claim round trip, given up ``heartbeat_command_timeout`` after the producer is
     stopped: on a dead network it would hold the claim lock, and so the shutdown's
-    drain, forever. Jobs it claimed anyway come back when their leases expire."""
+    drain, forever. Jobs it claimed anyway come back when their leases expire.
+
+    While the store answers, the claim runs in the producer's own task (a task per
+    claim costs the claim loop two event-loop turns: a fifth of the drain rate), and
+    a stop cancels it after the grace. Once a claim or a heartbeat has failed (the
+    network may be dead), claims run in a task the stop abandons without waiting.
+    """
+    grace = state.settings.heartbeat_command_timeout
+    if state.store_suspect:
+        try:
+            return await until_stopped(state.clock, work, state.producer_stop, grace)
+        except TimeoutError as exc:
+            raise StoreUnavailable(f"claim abandoned at shutdown: {exc}") from exc
+    task = asyncio.current_task()
+    assert task is not None
+    cancels: list[int] = []
+    timers: list[asyncio.Future[None]] = []
+
+    async def cut_off() -> None:
+        await state.clock.sleep(grace)
+        cancels.append(1)
+        task.cancel()
+        # psycopg answers a cancel by asking the server to cancel too, for up to 5 s
+        # (in vain on a dead network); a second cancel makes it close the connection.
+        await asyncio.sleep(0)
+        if not task.done():
+            cancels.append(1)
+            task.cancel()
+
+    def on_stop(_: object) -> None:
+        if not timers:
+            timers.append(asyncio.ensure_future(cut_off()))
+
+    stop = state.producer_stop.future()
+    stop.add_done_callback(on_stop)
     try:
-        return await until_stopped(
-            state.clock, work, state.producer_stop, state.settings.heartbeat_command_timeout
-        )
-    except TimeoutError as exc:
-        raise StoreUnavailable(f"claim abandoned at shutdown: {exc}") from exc
+        return await work
+    except asyncio.CancelledError:
+        if cancels:
+            left = task.cancelling()
+            for _ in cancels:
+                left = task.uncancel()
+            if left == 0:
+                raise StoreUnavailable(f"claim abandoned {grace:g}s after the stop") from None
+        raise
+    finally:
+        stop.remove_done_callback(on_stop)
+        for timer in timers:
+            timer.cancel()
