@@ -29,6 +29,8 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
+from taskq.domain.lock_budget import LOCK_BUDGET_COMMAND_TIMEOUT_SHARE, bounded_lock_budget_ms
+
 if TYPE_CHECKING:
     from taskq.app.settings import TaskQSettings
 
@@ -62,15 +64,6 @@ RedisFactory: TypeAlias = Callable[[], Awaitable[Any]]
 #: Per-connection setup run right after a connection opens (codecs, prepares).
 ConnInit: TypeAlias = Callable[[Any], Awaitable[None]]
 
-# The share of a connection's client-side per-query timeout that an enqueue
-# lock budget may use. The server-side lock_timeout must expire *before* the
-# client timer, because only the server's expiry yields the typed refusal
-# (MaxPendingLockTimeoutError, ...); the client timer starts earlier (before
-# SET LOCAL lock_timeout even runs) and produces a bare TimeoutError. Half the
-# bound leaves the other half for the round trips around the wait (SET LOCAL,
-# the guarded INSERT, network latency), so the server's verdict wins the race
-# with room to spare, yet a budget still gets a meaningful slice of the bound.
-_LOCK_BUDGET_COMMAND_TIMEOUT_SHARE: Final = 0.5
 
 # Attribute a wrapped factory carries so the worker's per-slot pool can read
 # back the hook the LOOP-scope connection got (drivers expose no read-back).
@@ -166,25 +159,6 @@ def statement_cache_kwargs(settings: TaskQSettings | None = None) -> dict[str, i
     }
 
 
-def bounded_lock_budget_ms(budget_ms: float, command_timeout_secs: float | None) -> float:
-    """Clamp one enqueue lock budget to its share of the connection's per-query timeout.
-
-    The budget becomes a server-side ``lock_timeout`` whose expiry is what
-    produces the typed refusal telling the caller which contention it lost
-    and that a retry is right. If the budget reached the client-side
-    timeout, the client timer (started first) would always win and the
-    caller would get a bare ``TimeoutError`` instead: an unclamped budget is
-    not a longer wait, it is no verdict at all.
-
-    Returned unchanged when there is no client-side bound
-    (``command_timeout_secs`` ``None`` or ``<= 0``) or when the budget is
-    ``<= 0`` (an unbounded wait, the ``lock_timeout`` convention).
-    """
-    if command_timeout_secs is None or command_timeout_secs <= 0 or budget_ms <= 0:
-        return budget_ms
-    return min(budget_ms, command_timeout_secs * 1000.0 * _LOCK_BUDGET_COMMAND_TIMEOUT_SHARE)
-
-
 def lock_budget_command_timeout_secs(
     budgets_ms: Iterable[tuple[float, float]],
     *,
@@ -207,7 +181,7 @@ def lock_budget_command_timeout_secs(
     bound = floor_secs
     for configured_ms, default_ms in budgets_ms:
         if configured_ms > default_ms:
-            bound = max(bound, configured_ms / 1000.0 / _LOCK_BUDGET_COMMAND_TIMEOUT_SHARE)
+            bound = max(bound, configured_ms / 1000.0 / LOCK_BUDGET_COMMAND_TIMEOUT_SHARE)
     return bound
 
 

@@ -12,6 +12,7 @@ from taskq.adapters.postgres.driver import Driver
 from taskq.adapters.postgres.schema import Schema
 from taskq.adapters.postgres.store.rows import check_aware
 from taskq.domain.errors import ConfigurationError, StoreClosed
+from taskq.domain.lock_budget import bounded_lock_budget_ms
 
 #: How often a statement that lost a race (deadlock, unique conflict) is re-run.
 CONFLICT_RETRIES: Final = 5
@@ -33,19 +34,12 @@ class LockBudgets:
     idempotency_ms: float = 200.0
 
 
-#: The share of a connection's client-side per-query timeout a lock budget may use:
-#: the server's lock_timeout (the typed refusal) must expire before the client's
-#: timer (a bare timeout), which starts earlier; half leaves room for the round trips.
-LOCK_BUDGET_COMMAND_TIMEOUT_SHARE: Final = 0.5
-
-
 def budget_lock_timeout(budget_ms: float, driver: object) -> str:
     """``lock_timeout`` for ``budget_ms`` on ``driver``, kept below half of the driver's
     client-side ``command_timeout`` when it has one (only asyncpg's do)."""
     timeout = getattr(driver, "command_timeout", None)
-    if isinstance(timeout, int | float) and timeout > 0 and budget_ms > 0:
-        budget_ms = min(budget_ms, timeout * 1000.0 * LOCK_BUDGET_COMMAND_TIMEOUT_SHARE)
-    return lock_timeout_text(budget_ms)
+    bound = timeout if isinstance(timeout, int | float) else None
+    return lock_timeout_text(bounded_lock_budget_ms(budget_ms, bound))
 
 
 def lock_timeout_text(budget_ms: float) -> str:
@@ -120,7 +114,6 @@ class StoreCore:
 
 __all__ = [
     "CONFLICT_RETRIES",
-    "LOCK_BUDGET_COMMAND_TIMEOUT_SHARE",
     "LockBudgets",
     "StoreCore",
     "budget_lock_timeout",
