@@ -33,7 +33,14 @@ from taskq.app.handle import JobHandle, WallClock
 from taskq.app.port_check import check_methods
 from taskq.app.unstorable import unstorable_error
 from taskq.domain.errors import ConfigurationError, PayloadValidationError
-from taskq.domain.job import JSON, EnqueueResult, Job, UniformJobs, job_id_can_exist
+from taskq.domain.job import (
+    JSON,
+    AttemptRecord,
+    EnqueueResult,
+    Job,
+    UniformJobs,
+    job_id_can_exist,
+)
 from taskq.domain.settings_rules import validate_identifier
 from taskq.domain.status import JobStatus
 from taskq.ports.clock import Clock
@@ -353,6 +360,25 @@ class JobsClient:
     async def get(self, job_id: int) -> Job | None:
         """The stored job, or ``None``."""
         return await self._store.get(job_id)
+
+    async def attempts(self, job_id: int) -> list[AttemptRecord]:
+        """The job's attempt history, oldest first; ``[]`` for no such job (or one pruned
+        to the archive).
+
+        One record per ended attempt: ``outcome`` (``succeeded``, ``failed``,
+        ``retried``, ``snoozed``, ``cancelled``, ``lease_expired``, ...),
+        ``error_class``, ``error`` (its message), ``traceback`` (the error's,
+        at most 16,384 characters, innermost frames kept, no local variables),
+        ``worker_id``, ``started_at`` and ``finished_at``. ``ConfigurationError``
+        when the client's store has no ``attempts`` (a custom store need not).
+        """
+        read = getattr(self._store, "attempts", None)
+        if not callable(read):
+            raise ConfigurationError(
+                f"{type(self._store).__name__} has no attempts(): it keeps no attempt history"
+            )
+        history: list[AttemptRecord] = await read(job_id)
+        return history
 
     async def cancel(self, job_id: int) -> JobStatus:
         """Request a cancel (see ``JobHandle.cancel``); ``JobNotFound`` if there is no such job."""

@@ -219,6 +219,12 @@ class AttemptRecord:
     ``retried`` or ``snoozed`` (a reschedule), ``released`` (given back
     unrun), ``lease_expired`` (reclaimed by the sweep) or ``heartbeat_lost``
     (its worker isolated itself). The contract suite pins these names.
+
+    ``started_at`` is when the attempt began (None when no start was
+    recorded: a release, a job reclaimed before its start mark landed).
+    ``traceback`` is the failed attempt's traceback, size-bounded and without
+    local variables (None when the attempt raised nothing, or the error had
+    none to tell).
     """
 
     job_id: int
@@ -228,6 +234,8 @@ class AttemptRecord:
     error_class: str | None
     error: str | None
     finished_at: datetime
+    started_at: datetime | None = None
+    traceback: str | None = None
 
 
 def as_utc_delta(seconds: float) -> timedelta:

@@ -11,6 +11,7 @@ into an :data:`Outcome`; ``taskq.domain.retry.decide`` maps it to a
     ───────                      ────────
     Succeeded(result)            Complete(result)
     Raised(cls, msg, retryable)  Retry(run_at, refund_attempt, cls, msg) | Fail
+      (and its traceback)          (each carrying the traceback on)
     PayloadInvalid(msg)          Fail("PayloadValidationError", msg)
     Snoozed(delay)               SnoozeUntil(run_at) | Fail("DeadlineExceeded")
     RetriedAfter(delay, budget)  Retry(run_at, ...) | Fail
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from taskq.domain.job import JSON
+from taskq.domain.tracebacks import traceback_text
 
 
 def _check_delay(delay: timedelta, what: str) -> None:
@@ -84,15 +86,25 @@ class Succeeded:
 
 @dataclass(frozen=True, slots=True)
 class Raised:
-    """The actor raised an error. ``retryable=False`` forbids any retry of it."""
+    """The actor raised an error. ``retryable=False`` forbids any retry of it.
+
+    ``traceback`` is the error's traceback text, size-bounded and without local
+    variables (:func:`taskq.domain.tracebacks.traceback_text`), or None when
+    there is none to tell (an exception never raised, an error the worker
+    describes itself).
+    """
 
     error_class: str
     message: str
     retryable: bool = True
+    traceback: str | None = None
 
     @classmethod
     def from_exception(cls, exc: BaseException, *, retryable: bool = True) -> Raised:
-        return cls(type(exc).__name__, exception_text(exc), retryable)
+        """The outcome of ``exc``: its class, its (bounded) message and, if it was
+        raised, its traceback."""
+        tb = None if exc.__traceback__ is None else traceback_text(exc)
+        return cls(type(exc).__name__, exception_text(exc), retryable, tb)
 
 
 #: Longest exception message an outcome keeps; a message can be megabytes (a dumped
@@ -192,13 +204,15 @@ class Retry:
 
     ``refund_attempt`` undoes the claim's attempt increment (a ``RetryAfter``
     that does not consume budget). ``error_class``/``error`` are what the
-    attempt recorded; ``None`` when it ended without an error.
+    attempt recorded; ``None`` when it ended without an error. ``traceback``
+    is the failed attempt's, when it had one.
     """
 
     run_at: datetime
     refund_attempt: bool
     error_class: str | None
     error: str | None
+    traceback: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,10 +229,12 @@ class SnoozeUntil:
 
 @dataclass(frozen=True, slots=True)
 class Fail:
-    """Mark the job failed; ``error`` says what happened."""
+    """Mark the job failed; ``error`` says what happened; ``traceback`` is the last
+    attempt's, when its error had one."""
 
     error_class: str
     error: str
+    traceback: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

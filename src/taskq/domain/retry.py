@@ -24,6 +24,7 @@ Decision (``decide``), first matching row wins::
                         deadline passed (now >= deadline)              Fail(DeadlineExceeded)
                         now + backoff at/after the deadline            Fail(DeadlineExceeded)
                         otherwise                                      Retry(now + backoff)
+                        (every decision on a Raised carries its traceback)
     Snoozed             deadline passed, or now + delay at/after it    Fail(DeadlineExceeded)
                         otherwise                                      SnoozeUntil(now + delay)
     RetriedAfter        deadline passed                                Fail(DeadlineExceeded)
@@ -254,17 +255,24 @@ def _attempt_label(policy: RetryPolicy, attempt: int) -> str:
     return f"attempt {attempt}"
 
 
-def _deadline_passed(deadline: datetime, now: datetime, what: str) -> Fail:
+def _deadline_passed(
+    deadline: datetime, now: datetime, what: str, traceback: str | None = None
+) -> Fail:
     return Fail(
-        DEADLINE_EXCEEDED, f"deadline {deadline.isoformat()} passed at {now.isoformat()}; {what}"
+        DEADLINE_EXCEEDED,
+        f"deadline {deadline.isoformat()} passed at {now.isoformat()}; {what}",
+        traceback,
     )
 
 
-def _too_late(deadline: datetime, run_at: datetime, what: str) -> Fail:
+def _too_late(
+    deadline: datetime, run_at: datetime, what: str, traceback: str | None = None
+) -> Fail:
     return Fail(
         DEADLINE_EXCEEDED,
         f"{what}; the next run at {run_at.isoformat()} would not start before "
         f"deadline {deadline.isoformat()}",
+        traceback,
     )
 
 
@@ -279,19 +287,20 @@ def _decide_raised(
     rng: Uniform,
 ) -> Decision:
     failed = f"{_attempt_label(policy, attempt)} failed: {outcome.error_class}: {outcome.message}"
+    tb = outcome.traceback
     if not outcome.retryable:
-        return Fail(outcome.error_class, f"{failed} (error is not retryable)")
+        return Fail(outcome.error_class, f"{failed} (error is not retryable)", tb)
     if policy.kind == "non_retryable":
-        return Fail(outcome.error_class, f"{failed} (policy is non_retryable)")
+        return Fail(outcome.error_class, f"{failed} (policy is non_retryable)", tb)
     if policy.kind == "transient" and attempt >= policy.max_attempts:
-        return Fail(outcome.error_class, failed)
+        return Fail(outcome.error_class, failed, tb)
     if deadline is not None and now >= deadline:
-        return _deadline_passed(deadline, now, failed)
+        return _deadline_passed(deadline, now, failed, tb)
     delay = backoff_delay(policy, attempt, max_retry_backoff=max_retry_backoff, rng=rng)
     run_at = _at(now, delay)
     if deadline is not None and run_at >= deadline:
-        return _too_late(deadline, run_at, failed)
-    return Retry(run_at, False, outcome.error_class, outcome.message)
+        return _too_late(deadline, run_at, failed, tb)
+    return Retry(run_at, False, outcome.error_class, outcome.message, tb)
 
 
 def _decide_snoozed(outcome: Snoozed, *, now: datetime, deadline: datetime | None) -> Decision:

@@ -52,6 +52,9 @@ class Finish:
     raises ``ValueError`` and ``finish_many`` writes none of its batch.
     ``started_ago`` (how long before ``now`` the attempt began) fills
     ``started_at`` when no start mark landed; a landed mark is kept.
+    ``traceback`` is stored with the attempt (its history), not on the job.
+    A succeeded write clears the job's ``last_error`` and ``error_class``
+    (an earlier attempt's error stays in the history).
     """
 
     lease: Lease
@@ -59,6 +62,7 @@ class Finish:
     result: JSON = None
     error: str | None = None
     error_class: str | None = None
+    traceback: str | None = None
     result_ttl: timedelta | None = None
     started_ago: timedelta | None = None
     now: datetime | None = None
@@ -101,6 +105,8 @@ class Reschedule:
     snooze: bool = False
     error: str | None = None
     error_class: str | None = None
+    #: As on :class:`Finish`: stored with the attempt.
+    traceback: str | None = None
     #: As on :class:`Finish`: fills an unmarked ``started_at``.
     started_ago: timedelta | None = None
     now: datetime | None = None
@@ -240,11 +246,13 @@ def _escape_error_text(write: Finish | Reschedule) -> None:
     # in text, and an error message is the actor's (or a payload's) words: the write must
     # land all the same, so each is written visibly escaped (\x00, \udcff).
     # Every terminal write passes here: no loop, and plain attribute reads.
-    error, error_class = write.error, write.error_class
+    error, error_class, tb = write.error, write.error_class, write.traceback
     if error is not None and text_problem(error) is not None:
         object.__setattr__(write, "error", storable_text(error))
     if error_class is not None and text_problem(error_class) is not None:
         object.__setattr__(write, "error_class", storable_text(error_class))
+    if tb is not None and text_problem(tb) is not None:
+        object.__setattr__(write, "traceback", storable_text(tb))
 
 
 def _check_started_ago(value: timedelta | None) -> None:

@@ -14,6 +14,7 @@ from tests.integration.worker.support import (
 from tests.integration.worker.test_bad_input import assert_refused
 
 from taskq.adapters.asyncpg import migrate
+from taskq.adapters.postgres.migrator import discover_migrations
 from taskq.adapters.postgres.schema import Schema
 
 pytestmark = pytest.mark.integration
@@ -26,8 +27,9 @@ async def test_schema_behind_the_code_is_refused(db: Database, workers: WorkerSp
     await create_migrated_schema(db.dsn, schema, target=7)
     try:
         proc = workers.start(db.worker_env(TASKQ_SCHEMA_NAME=schema), "--until-idle")
+        latest = f"{max(m.version for m in discover_migrations()):04d}"
         line = assert_refused(
-            proc, await proc.wait(within=30), schema, "0007", "0009", "taskq migrate up"
+            proc, await proc.wait(within=30), schema, "0007", latest, "taskq migrate up"
         )
         print(line)
     finally:

@@ -92,8 +92,9 @@ class StoreCore:
         now: datetime,
         error_class: str | None = None,
         error: str | None = None,
+        traceback: str | None = None,
     ) -> None:
-        """Append the attempt ``row`` is on now; call before clearing its lock."""
+        """Append the attempt ``row`` is on now; call before clearing its lock and start."""
         self._db.record_attempt(
             AttemptRecord(
                 job_id=row.id,
@@ -103,6 +104,8 @@ class StoreCore:
                 error_class=error_class,
                 error=error,
                 finished_at=now,
+                started_at=row.started_at,
+                traceback=traceback,
             )
         )
 

@@ -10,7 +10,7 @@ from taskq.adapters.memory.store_base import OUTCOME_RETRIED, OUTCOME_SNOOZED, S
 from taskq.domain.cancel_phase import CancelPhase
 from taskq.domain.errors import IllegalTransition
 from taskq.domain.job import Lease
-from taskq.domain.status import TERMINAL
+from taskq.domain.status import TERMINAL, JobStatus
 from taskq.ports.store_params import Finish, Reschedule
 
 
@@ -64,6 +64,7 @@ class FinishOps(StoreCore):
             now=now,
             error_class=request.error_class,
             error=request.error,
+            traceback=request.traceback,
         )
         if request.error is not None or request.error_class is not None:
             row.last_error = request.error if request.error is not None else request.error_class
@@ -106,11 +107,14 @@ class FinishOps(StoreCore):
             now=now,
             error_class=outcome.error_class,
             error=outcome.error,
+            traceback=outcome.traceback,
         )
         self._finish_row(row, outcome.status, now=now)
         row.result = result
         row.result_expires_at = expires
-        if outcome.error is not None or outcome.error_class is not None:
+        if outcome.status is JobStatus.SUCCEEDED:
+            row.last_error = None  # an earlier attempt's error stays in the history only
+        elif outcome.error is not None or outcome.error_class is not None:
             row.last_error = outcome.error if outcome.error is not None else outcome.error_class
 
 

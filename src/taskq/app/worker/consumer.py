@@ -46,7 +46,7 @@ from functools import partial
 from typing import Any, Final
 
 from taskq.app.context import JobContext
-from taskq.app.worker import events
+from taskq.app.worker import attempt_log, events
 from taskq.app.worker.actor_threads import ActorThreads, ThreadHooks
 from taskq.app.worker.batching import GroupCommit
 from taskq.app.worker.limits import NO_LIMITS, ActorLimits, Denied, declares_limits
@@ -270,6 +270,7 @@ class Dispatcher:
         self, active: ActiveJob, payload: Any, ctx: JobContext[Any] | None
     ) -> tuple[Outcome, bool] | None:
         job, ref = active.job, active.ref
+        attempt_log.started(job)
         coro, name = self._invoke(active, payload, ctx), f"taskq-job-{job.id}"
         if (
             _start_eagerly is not None
@@ -367,6 +368,7 @@ class Dispatcher:
             max_retry_backoff=state.settings.max_retry_backoff,
             rng=state.rng.uniform,
         )
+        attempt_log.concluded(active, outcome, decision, state)
         # A job turned away before its actor ran (invalid payload, a limit) did not start.
         started_ago = self.marks.started_ago(active) if active.task is not None else None
         if started_ago is not None:
@@ -532,6 +534,7 @@ class Dispatcher:
                 refund_attempt=decision.refund_attempt,
                 error=_SHUTDOWN_MESSAGE if interrupted else decision.error,
                 error_class=WORKER_SHUTDOWN if interrupted else decision.error_class,
+                traceback=None if interrupted else decision.traceback,
                 started_ago=started_ago,
             )
         await self.state.store.reschedule(request)
@@ -661,6 +664,7 @@ def _finish_of(
             status=JobStatus.FAILED,
             error=decision.error,
             error_class=decision.error_class,
+            traceback=decision.traceback,
             result_ttl=ref.result_ttl,
             started_ago=started_ago,
         )

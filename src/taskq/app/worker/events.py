@@ -51,6 +51,10 @@ WORKER_ISOLATED: Final = "worker-isolated"
 WORKER_CLEANUP_FAILED: Final = "worker-cleanup-failed"
 WORKER_EXIT_FORCED: Final = "worker-exit-forced"
 
+JOB_STARTED: Final = "job-started"
+JOB_FINISHED: Final = "job-finished"
+JOB_ATTEMPT_FAILED: Final = "job-attempt-failed"
+JOB_FAILED: Final = "job-failed"
 JOB_LEASE_LOST: Final = "job-lease-lost"
 JOB_ORPHAN_RELEASED: Final = "job-orphan-released"
 JOB_ORPHAN_DROPPED: Final = "job-orphan-dropped"
@@ -92,10 +96,30 @@ UNTIL_IDLE_MAX_RUNTIME: Final = "until-idle-max-runtime"
 UNTIL_IDLE_POLL_FAILED: Final = "until-idle-poll-failed"
 
 
-def emit(event: str, level: int = logging.INFO, *, exc_info: bool = False, **fields: Any) -> None:
-    """Log ``event`` with ``fields`` on the worker logger."""
-    if log.isEnabledFor(level):
-        log.log(level, event, extra={"event": event, "fields": fields}, exc_info=exc_info)
+def emit(
+    event: str,
+    level: int = logging.INFO,
+    *,
+    exc_info: bool = False,
+    traceback: str | None = None,
+    **fields: Any,
+) -> None:
+    """Log ``event`` with ``fields`` on the worker logger.
+
+    ``traceback`` is a traceback already formatted (an exception that is gone,
+    such as a failed attempt's): it becomes the record's ``exc_text``, which
+    every formatter prints as it prints a logged exception.
+    """
+    if not log.isEnabledFor(level):
+        return
+    extra = {"event": event, "fields": fields}
+    if traceback is None:
+        log.log(level, event, extra=extra, exc_info=exc_info)
+        return
+    path, line, func, _ = log.findCaller()
+    record = log.makeRecord(log.name, level, path, line, event, (), None, func, extra)
+    record.exc_text = traceback.rstrip("\n")
+    log.handle(record)
 
 
 # -- rendering -------------------------------------------------------------------------
@@ -149,6 +173,8 @@ class JsonFormatter(logging.Formatter):
             body.setdefault(key, value)
         if record.exc_info:
             body["exception"] = self.formatException(record.exc_info)
+        elif record.exc_text:  # a traceback formatted before (see emit)
+            body["exception"] = record.exc_text
         return _dumps(body)
 
 
@@ -161,6 +187,8 @@ class ConsoleFormatter(logging.Formatter):
         line = "  ".join(parts)
         if record.exc_info:
             line += "\n" + self.formatException(record.exc_info)
+        elif record.exc_text:  # a traceback formatted before (see emit)
+            line += "\n" + record.exc_text
         return line
 
 

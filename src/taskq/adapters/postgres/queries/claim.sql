@@ -96,9 +96,9 @@ WITH src AS (
     FROM unnest(
         :job_id::bigint[], :fencing_token::bigint[], :status::text[], :result::text[],
         :error::text[], :error_class::text[], :result_ttl::interval[], :finished_now::timestamptz[],
-        :started_ago::interval[]
+        :started_ago::interval[], :traceback::text[]
     ) AS s(job_id, fencing_token, status, result, error, error_class, result_ttl, now,
-           started_ago)
+           started_ago, traceback)
 ),
 locked AS (
     -- By primary key only, then checked: a status test here would let the planner scan a
@@ -113,7 +113,7 @@ owned AS (
     -- An unmarked start (the worker skips the mark for short jobs) began started_ago ago.
     SELECT l.id, l.actor, l.attempt, l.locked_by,
            coalesce(l.started_at, coalesce(s.now, now()) - s.started_ago) AS started_at,
-           s.status, s.result, s.error, s.error_class, s.result_ttl,
+           s.status, s.result, s.error, s.error_class, s.traceback, s.result_ttl,
            coalesce(s.now, now()) AS now
     FROM locked l
     JOIN src s ON s.job_id = l.id AND s.fencing_token = l.fencing_token
@@ -126,10 +126,13 @@ done AS (
         finished_at = o.now,
         result = o.result::jsonb,
         result_expires_at = o.now + coalesce(ac.result_ttl, o.result_ttl),
-        last_error = CASE WHEN o.error IS NOT NULL THEN o.error
+        -- A success clears an earlier attempt's error (job_attempts keeps it).
+        last_error = CASE WHEN o.status = 'succeeded' THEN NULL
+                          WHEN o.error IS NOT NULL THEN o.error
                           WHEN o.error_class IS NOT NULL THEN o.error_class
                           ELSE j.last_error END,
-        error_class = CASE WHEN o.error IS NOT NULL OR o.error_class IS NOT NULL
+        error_class = CASE WHEN o.status = 'succeeded' THEN NULL
+                           WHEN o.error IS NOT NULL OR o.error_class IS NOT NULL
                            THEN o.error_class ELSE j.error_class END,
         locked_by = NULL,
         lock_expires_at = NULL,
@@ -143,9 +146,11 @@ recorded AS (
     -- Attempt rows take worker_id and started_at from the row as it was before the write.
     -- A succeeded attempt has none: the job row records it (finished_by, migration 0008).
     INSERT INTO {schema}.job_attempts (
-        job_id, attempt, worker_id, started_at, finished_at, outcome, error_class, error
+        job_id, attempt, worker_id, started_at, finished_at, outcome, error_class, error,
+        traceback
     )
-    SELECT o.id, o.attempt, o.locked_by, o.started_at, o.now, o.status, o.error_class, o.error
+    SELECT o.id, o.attempt, o.locked_by, o.started_at, o.now, o.status, o.error_class, o.error,
+           o.traceback
     FROM owned o
     WHERE o.status <> 'succeeded'
     ORDER BY o.id

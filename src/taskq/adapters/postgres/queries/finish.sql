@@ -51,10 +51,11 @@ moved AS (
 ),
 recorded AS (
     INSERT INTO {schema}.job_attempts (
-        job_id, attempt, worker_id, started_at, finished_at, outcome, error_class, error
+        job_id, attempt, worker_id, started_at, finished_at, outcome, error_class, error,
+        traceback
     )
     SELECT o.id, o.attempt, o.locked_by, o.started_at, o.now, :outcome::text,
-           :error_class::text, :error::text
+           :error_class::text, :error::text, :traceback::text
     FROM owned o
     RETURNING job_id
 )

@@ -21,14 +21,16 @@ WHERE j.id = :job_id::bigint
 
 -- name: job_attempts
 -- Oldest first; empty for a job that is unknown or archived, as the port says. A succeeded attempt has no row of its own: the job row (finished_by set) is the last attempt.
-SELECT h.job_id, h.attempt, h.worker_id, h.outcome, h.error_class, h.error, h.finished_at
+SELECT h.job_id, h.attempt, h.worker_id, h.outcome, h.error_class, h.error, h.finished_at,
+       h.started_at, h.traceback
 FROM (
     SELECT a.job_id, a.attempt, a.worker_id, a.outcome, a.error_class, a.error,
-           a.finished_at, 0 AS part, a.id AS ord
+           a.finished_at, a.started_at, a.traceback, 0 AS part, a.id AS ord
     FROM {schema}.job_attempts a
     WHERE a.job_id = :job_id::bigint
     UNION ALL
-    SELECT j.id, j.attempt, j.finished_by, 'succeeded', NULL, NULL, j.finished_at, 1, 0
+    SELECT j.id, j.attempt, j.finished_by, 'succeeded', NULL, NULL, j.finished_at,
+           j.started_at, NULL, 1, 0
     FROM {schema}.jobs j
     WHERE j.id = :job_id::bigint AND j.status = 'succeeded' AND j.finished_by IS NOT NULL
 ) AS h

@@ -151,6 +151,7 @@ class ClaimOps(StoreCore):
             snooze=False,
             error=None,
             error_class=None,
+            traceback=None,
             outcome=OUTCOME_RELEASED,
             started_ago=None,  # released unrun: no start to record
         )

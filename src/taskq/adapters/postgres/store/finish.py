@@ -53,6 +53,7 @@ WRITE_PARAMS: Final = (
     "result_ttl",
     "finished_now",
     "started_ago",
+    "traceback",
 )
 #: finish_and_claim's claim parameters when it only writes (a claim of nothing).
 NO_CLAIM: Final[Mapping[str, object]] = MappingProxyType(
@@ -94,7 +95,7 @@ class FinishBatch:
         A column no write sets travels as NULL, not as an array of NULLs: the
         statement's unnest pads it with NULLs all the same, and a driver then
         has no array to build (psycopg adapts each element in Python: most
-        batches leave five of the nine columns empty).
+        batches leave six of the ten columns empty).
         """
         unique = self.unique
         return {
@@ -107,6 +108,7 @@ class FinishBatch:
             "result_ttl": _set_or_null([o.result_ttl for o in unique]),
             "finished_now": _set_or_null([o.now for o in unique]),
             "started_ago": _set_or_null([o.started_ago for o in unique]),
+            "traceback": _set_or_null([o.traceback for o in unique]),
         }
 
     def lost(self, row: Row | None) -> list[Lease]:
@@ -155,6 +157,7 @@ class FinishOps(StoreCore):
             snooze=request.snooze,
             error=request.error,
             error_class=request.error_class,
+            traceback=request.traceback,
             outcome=OUTCOME_SNOOZED if request.snooze else OUTCOME_RETRIED,
             started_ago=request.started_ago,
         )

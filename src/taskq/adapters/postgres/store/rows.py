@@ -236,6 +236,8 @@ def attempt_from_row(row: Row) -> AttemptRecord:
         error_class=row["error_class"],
         error=row["error"],
         finished_at=row["finished_at"],
+        started_at=row["started_at"],
+        traceback=row["traceback"],
     )
 
 
