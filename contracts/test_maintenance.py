@@ -16,7 +16,6 @@ from contracts.helpers import (
     new_job,
     succeed,
 )
-from taskq.domain.actor_config import ActorConfig
 from taskq.domain.status import TERMINAL, JobStatus
 from taskq.ports.store_params import Finish, PrunePolicy
 
@@ -202,21 +201,6 @@ async def test_expired_results_are_cleared(harness: Harness) -> None:
 
 
 # --- reads the sweeps rely on ------------------------------------------------------------
-
-
-async def test_stranded_actors_counts_waiting_jobs_without_config(harness: Harness) -> None:
-    """stranded_actors counts pending and scheduled jobs of actors that have no actor_config row."""
-    store = harness.store
-    await store.sync_actor_configs([ActorConfig(actor="a", queue="default")])
-    await enqueue(store, new_job("a"))
-    for _ in range(2):
-        await enqueue(store, new_job("b"))
-    await enqueue(store, new_job("b", scheduled_at=at(60)))
-    claimed = await enqueue_and_claim(store, new_job("gone"))
-    await succeed(store, claimed.lease, now=at(1))
-    await enqueue(store, new_job("b"))
-    await claim_one(store, actors=["b"], now=at(2))
-    assert await store.stranded_actors() == {"b": 3}
 
 
 async def test_count_active_counts_waiting_and_running(harness: Harness) -> None:

@@ -45,7 +45,9 @@ def worker_command(
     until_idle: Annotated[
         bool,
         typer.Option(
-            "--until-idle", help="Exit once the queues drained: 0 ok, 3 failures, 4 timed out."
+            "--until-idle",
+            help="Exit once the queues drained: 0 ok, 3 failures, 4 timed out, "
+            "5 only jobs that no live worker can run are left.",
         ),
     ] = False,
     idle_max_runtime: Annotated[

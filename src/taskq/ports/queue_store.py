@@ -37,6 +37,7 @@ from taskq.ports.store_params import (
     QueueDepth,
     ReclaimReport,
     Reschedule,
+    StrandedJobs,
     WorkerInfo,
     WorkerRecord,
 )
@@ -161,7 +162,18 @@ class WorkerRegistry(Protocol):
 
 
 class JobReader(Protocol):
-    """Reads. ``count_active`` counts pending, scheduled and running jobs."""
+    """Reads. ``count_active`` counts pending, scheduled and running jobs.
+
+    ``stranded_actors`` reports the waiting (pending or scheduled) jobs that no
+    live worker can claim, one entry per (actor, queue) sorted by both, each
+    with its count and a ``StrandedReason``. A worker is live when it was seen
+    (registered or heartbeat) within ``stale_after`` before ``now``; it can
+    claim a job when its ``actors`` hold the job's actor and its ``queues`` the
+    job's queue. The reason: ``QUEUE_NOT_CONSUMED`` when some live worker
+    registers the actor, else ``NO_LIVE_WORKER`` when the actor has an
+    actor_config row, else ``UNREGISTERED``. With ``queues``, only jobs on
+    those queues are read.
+    """
 
     async def get(self, job_id: int) -> Job | None: ...
 
@@ -171,7 +183,13 @@ class JobReader(Protocol):
 
     async def queue_depths(self) -> list[QueueDepth]: ...
 
-    async def stranded_actors(self) -> dict[str, int]: ...
+    async def stranded_actors(
+        self,
+        queues: Sequence[str] | None = None,
+        *,
+        stale_after: timedelta,
+        now: datetime | None = None,
+    ) -> list[StrandedJobs]: ...
 
 
 class JobCanceller(Protocol):

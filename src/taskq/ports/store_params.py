@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
+from enum import StrEnum
 from typing import Final
 
 from taskq.domain.cancel_phase import CancelPhase
@@ -239,6 +240,28 @@ class QueueDepth:
     queue: str
     status: JobStatus
     count: int
+
+
+class StrandedReason(StrEnum):
+    """Why no live worker can claim some waiting jobs (see ``JobReader.stranded_actors``)."""
+
+    #: The actor has no actor_config row: no worker ever registered it (or the row was removed).
+    UNREGISTERED = "unregistered"
+    #: Registered once (it has an actor_config row), but no live worker registers it now.
+    NO_LIVE_WORKER = "no_live_worker"
+    #: Live workers register the actor, but none of them consumes the jobs' queue.
+    QUEUE_NOT_CONSUMED = "queue_not_consumed"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StrandedJobs:
+    """``waiting`` pending or scheduled jobs of ``actor`` on ``queue`` that no live worker
+    can claim, and why."""
+
+    actor: str
+    queue: str
+    waiting: int
+    reason: StrandedReason
 
 
 def _escape_error_text(write: Finish | Reschedule) -> None:

@@ -134,6 +134,7 @@ STATEMENTS: Final = (
     "reads.count_active_in",
     "reads.queue_depths",
     "reads.stranded_actors",
+    "reads.stranded_actors_in",
     "cancel.request_cancel",
 )
 

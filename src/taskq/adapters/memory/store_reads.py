@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from datetime import datetime, timedelta
 
 from taskq.adapters.memory.store_base import StoreCore
 from taskq.domain.job import AttemptRecord, Job, job_id_can_exist
 from taskq.domain.status import WAITING, JobStatus
-from taskq.ports.store_params import QueueDepth
+from taskq.ports.store_params import QueueDepth, StrandedJobs, StrandedReason
 
 _ACTIVE = (JobStatus.PENDING, JobStatus.SCHEDULED, JobStatus.RUNNING)
 
@@ -40,12 +41,33 @@ class ReadOps(StoreCore):
             for (queue, status), count in sorted(counts.items())
         ]
 
-    async def stranded_actors(self) -> dict[str, int]:
-        """Waiting jobs per actor that has no actor_config row (no worker registered it)."""
-        await self._begin()
-        counts: Counter[str] = Counter(
-            row.actor
+    async def stranded_actors(
+        self,
+        queues: Sequence[str] | None = None,
+        *,
+        stale_after: timedelta,
+        now: datetime | None = None,
+    ) -> list[StrandedJobs]:
+        """Waiting jobs per (actor, queue) that no live worker can claim, and why."""
+        at = await self._begin(now)
+        wanted = None if queues is None else set(queues)
+        cutoff = at - stale_after
+        live = [w for w in self._db.workers.values() if w.last_seen_at >= cutoff]
+        counts: Counter[tuple[str, str]] = Counter(
+            (row.actor, row.queue)
             for row in self._db.rows_with_status(*WAITING)
-            if row.actor not in self._db.actor_configs
+            if wanted is None or row.queue in wanted
         )
-        return dict(sorted(counts.items()))
+        stranded: list[StrandedJobs] = []
+        for (actor, queue), waiting in sorted(counts.items()):
+            registering = [w for w in live if actor in w.actors]
+            if any(queue in w.queues for w in registering):
+                continue
+            if registering:
+                reason = StrandedReason.QUEUE_NOT_CONSUMED
+            elif actor in self._db.actor_configs:
+                reason = StrandedReason.NO_LIVE_WORKER
+            else:
+                reason = StrandedReason.UNREGISTERED
+            stranded.append(StrandedJobs(actor=actor, queue=queue, waiting=waiting, reason=reason))
+        return stranded

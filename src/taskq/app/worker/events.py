@@ -93,6 +93,7 @@ SHUTDOWN_PHASE: Final = "shutdown-phase"
 SHUTDOWN_HARD_EXIT: Final = "shutdown-hard-exit"
 UNTIL_IDLE_DRAINED: Final = "until-idle-drained"
 UNTIL_IDLE_MAX_RUNTIME: Final = "until-idle-max-runtime"
+UNTIL_IDLE_STRANDED: Final = "until-idle-stranded"
 UNTIL_IDLE_POLL_FAILED: Final = "until-idle-poll-failed"
 
 

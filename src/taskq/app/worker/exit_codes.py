@@ -11,6 +11,7 @@ class ExitCode(IntEnum):
     WATCHDOG = 2  # a watchdog detector tripped (the process was wedged)
     UNTIL_IDLE_FAILURES = 3  # until-idle drained, but this worker failed at least one job
     UNTIL_IDLE_MAX_RUNTIME = 4  # until-idle gave up after --idle-max-runtime
+    UNTIL_IDLE_STRANDED = 5  # until-idle: the only jobs left are ones no live worker can run
 
 
 __all__ = ["ExitCode"]

@@ -10,12 +10,14 @@ worker stops::
                                   cleanup_stale_workers, expire_results,
                                   rate limiter sweep_expired
     queue-depth      every 15 s   queue_depths() sample
-    stranded         every 60 s   stranded_actors() → warning
+    stranded         every 60 s   stranded_actors() → warning (the first 5 s after election)
     prune            daily        TASKQ_PRUNE_SCHEDULE_UTC (or _CRON_EXPR)
     archive-expiry   daily        TASKQ_ARCHIVE_EXPIRY_SCHEDULE_UTC (or _CRON_EXPR)
 
 Interval loops run once at election (a new leader sweeps what the previous
-one left), then at their cadence. A failing step is logged
+one left), then at their cadence; the stranded check runs first 5 s after
+election, so workers starting with the leader have registered (it reads
+which live workers register which actors). A failing step is logged
 (``leader-task-failed``) and retried next time; it never ends leadership.
 """
 
@@ -29,6 +31,7 @@ from datetime import timedelta
 from typing import Final
 
 from taskq.app.worker import events
+from taskq.app.worker import stranded as stranded_jobs
 from taskq.app.worker.schedule import Schedule, daily_schedule
 from taskq.app.worker.state import WorkerState
 from taskq.app.worker.waiting import wait_event, with_timeout
@@ -41,6 +44,9 @@ PROMOTE_INTERVAL: Final = 1.0
 SWEEP_INTERVAL: Final = 30.0
 QUEUE_DEPTH_INTERVAL: Final = 15.0
 STRANDED_INTERVAL: Final = 60.0
+#: The first stranded check after election: soon (within 10 s), yet late enough for workers
+#: started with the leader to have registered.
+STRANDED_FIRST_DELAY: Final = 5.0
 
 Step = Callable[[WorkerState], Awaitable[None]]
 
@@ -102,7 +108,9 @@ async def _lead(state: WorkerState) -> None:
         "leader.queue_depth": _every(
             state, "leader.queue_depth", QUEUE_DEPTH_INTERVAL, sample_queue_depth
         ),
-        "leader.stranded": _every(state, "leader.stranded", STRANDED_INTERVAL, stranded),
+        "leader.stranded": _every(
+            state, "leader.stranded", STRANDED_INTERVAL, stranded, first_after=STRANDED_FIRST_DELAY
+        ),
         "leader.prune": _daily(
             state,
             "prune",
@@ -154,7 +162,12 @@ async def _probe_loop(state: WorkerState, lost: asyncio.Event) -> None:
             return
 
 
-async def _every(state: WorkerState, name: str, period: float, step: Step) -> None:
+async def _every(
+    state: WorkerState, name: str, period: float, step: Step, *, first_after: float = 0.0
+) -> None:
+    if first_after > 0:
+        state.liveness.tick(name, first_after)
+        await state.clock.sleep(first_after)
     while True:
         state.liveness.tick(name, period)
         await _run_step(state, name, step)
@@ -262,14 +275,19 @@ async def sample_queue_depth(state: WorkerState) -> None:
 
 
 async def stranded(state: WorkerState) -> None:
-    actors = await state.store.stranded_actors()
-    if actors:
+    """Warn about waiting jobs no live worker can claim, naming actor, queue, count and why."""
+    found = await state.store.stranded_actors(stale_after=stranded_jobs.live_within(state.settings))
+    if found:
+        totals: dict[str, int] = {}
+        for entry in found:
+            totals[entry.actor] = totals.get(entry.actor, 0) + entry.waiting
         events.emit(
             events.STRANDED_ACTORS,
             logging.WARNING,
-            actors=actors,
-            note="pending or scheduled jobs exist for actors no worker has registered "
-            "(no actor_config row); they will never run until an actor with that name is deployed",
+            actors=totals,
+            queues=sorted({entry.queue for entry in found}),
+            stranded=stranded_jobs.as_fields(found),
+            note=stranded_jobs.NOTE,
         )
 
 

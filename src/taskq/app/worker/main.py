@@ -7,7 +7,8 @@ root from ``TASKQ_DRIVER`` and closed at exit.
 
 Exit codes: 0 clean, 1 configuration error / refused start / the worker
 could not keep running, 2 watchdog trip, 3 until-idle with failures,
-4 until-idle max runtime exceeded.
+4 until-idle max runtime exceeded, 5 until-idle with only jobs that no live
+worker can run left.
 """
 
 from __future__ import annotations

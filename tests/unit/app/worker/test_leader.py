@@ -19,6 +19,7 @@ from tests.unit.app.worker.harness import (
 from taskq.adapters.memory import FakeClock, MemoryBackend, MemoryQueueStore
 from taskq.app.actors import actor
 from taskq.app.worker import events
+from taskq.domain.actor_config import ActorConfig
 from taskq.domain.job import NewJob
 from taskq.domain.status import JobStatus
 from taskq.ports.store_params import WorkerInfo
@@ -103,21 +104,92 @@ async def test_lost_leadership_stops_the_sub_loops(
     assert await run.stop() == 0
 
 
+@actor(queue="email")
+async def mailer(payload: Ping) -> int:
+    return payload.n
+
+
 async def test_stranded_actors_are_reported(
     backend: MemoryBackend,
     clock: FakeClock,
     client: MemoryQueueStore,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """Waiting jobs of an actor nobody registered are named in a warning every minute."""
-    await client.enqueue(NewJob(actor="retired", payload={}))
+    """Waiting jobs of an actor nobody registered are named (actor, queue, count, reason) in a
+    warning 5 s after election, then every minute."""
+    await client.enqueue(NewJob(actor="ghost", payload={}))
     run = WorkerRun(backend, clock, REGISTRY)
     await run.start()
+    assert leading(run)
+    await run.advance(5)
     [stranded] = events_named(caplog, events.STRANDED_ACTORS)
-    assert fields(stranded)["actors"] == {"retired": 1}
+    assert fields(stranded)["actors"] == {"ghost": 1}
+    assert fields(stranded)["stranded"] == [
+        {"actor": "ghost", "queue": "default", "waiting": 1, "reason": "unregistered"}
+    ]
     await run.advance(60)
     assert len(events_named(caplog, events.STRANDED_ACTORS)) == 2
     await run.stop()
+
+
+async def test_stranded_warning_names_each_case_within_10s(
+    backend: MemoryBackend,
+    clock: FakeClock,
+    client: MemoryQueueStore,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Within 10 s of election the warning names a never-registered actor, a retired one
+    (actor_config row, no live worker registers it) and one whose queue no live worker
+    consumes, each with its queue, count and which case applies."""
+    await client.sync_actor_configs([ActorConfig(actor="retired", queue="default")])
+    await client.enqueue(NewJob(actor="retired", payload={}))
+    await client.enqueue(NewJob(actor="ghost", payload={}))
+    for n in range(2):
+        await client.enqueue(mailer.new_job({"n": n}, now=clock.now()))
+    run = WorkerRun(backend, clock, {"pong": pong, "mailer": mailer})
+    await run.start()
+    assert leading(run)
+    await run.advance(10)
+    [stranded] = events_named(caplog, events.STRANDED_ACTORS)
+    assert fields(stranded)["stranded"] == [
+        {"actor": "ghost", "queue": "default", "waiting": 1, "reason": "unregistered"},
+        {"actor": "mailer", "queue": "email", "waiting": 2, "reason": "queue_not_consumed"},
+        {"actor": "retired", "queue": "default", "waiting": 1, "reason": "no_live_worker"},
+    ]
+    assert fields(stranded)["queues"] == ["default", "email"]
+    assert fields(stranded)["actors"] == {"ghost": 1, "mailer": 2, "retired": 1}
+    assert await run.stop() == 0
+
+
+async def test_a_new_leader_warns_within_10s_of_taking_office(
+    backend: MemoryBackend,
+    clock: FakeClock,
+    client: MemoryQueueStore,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """When the leader stops, the worker that takes over warns about a retired actor's waiting
+    jobs within 10 s of its election, not a cadence later."""
+    await client.sync_actor_configs([ActorConfig(actor="retired", queue="default")])
+    await client.enqueue(NewJob(actor="retired", payload={}))
+    first = WorkerRun(backend, clock, REGISTRY)
+    second = WorkerRun(backend, clock, REGISTRY)
+    await first.start()
+    await second.start()
+    await first.advance(20)
+    assert len(events_named(caplog, events.STRANDED_ACTORS)) == 1  # the first leader's
+    assert await first.stop(within=5) == 0
+    waited = 0
+    while not leading(second):
+        await second.advance(1)
+        waited += 1
+        assert waited <= 10, "no new leader within a heartbeat interval"
+    await second.advance(10)
+    warnings = events_named(caplog, events.STRANDED_ACTORS)
+    assert len(warnings) == 2
+    assert fields(warnings[1])["stranded"] == [
+        {"actor": "retired", "queue": "default", "waiting": 1, "reason": "no_live_worker"}
+    ]
+    assert await second.stop() == 0
 
 
 async def test_deadline_sweep_fails_expired_waiting_jobs(

@@ -1,4 +1,4 @@
-"""Until-idle mode: drain detection, settle window and the exit codes 0, 3 and 4."""
+"""Until-idle mode: drain detection, settle window and the exit codes 0, 3, 4 and 5."""
 
 from __future__ import annotations
 
@@ -13,8 +13,11 @@ from taskq.adapters.memory import FakeClock, MemoryBackend, MemoryQueueStore
 from taskq.app.actors import actor
 from taskq.app.worker import ExitCode, events, run_worker
 from taskq.app.worker.protocols import Registry
+from taskq.domain.actor_config import ActorConfig
+from taskq.domain.job import NewJob
 from taskq.domain.retry import RetryPolicy
 from taskq.domain.status import JobStatus
+from taskq.ports.store_params import Heartbeat, WorkerInfo
 
 
 class Num(BaseModel):
@@ -135,3 +138,80 @@ async def test_run_worker_until_idle_on_a_fake_clock(
     assert stored is not None
     assert stored.result == 9
     await store.ping()  # caller-owned: still open
+
+
+async def test_exit_5_when_only_jobs_no_worker_can_run_are_left(
+    backend: MemoryBackend,
+    clock: FakeClock,
+    client: MemoryQueueStore,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Once the jobs it can run are done and only jobs of an actor no worker registers are
+    left, the worker exits 5 after the settle window, naming actor, queue, count and why."""
+    for n in range(3):
+        await client.enqueue(ok.new_job({"n": n}, now=clock.now()))
+    for _ in range(2):
+        await client.enqueue(NewJob(actor="ghost", payload={}))
+    settings = make_settings(idle_poll_interval=1.0, idle_settle_window=2.0, idle_max_runtime=600.0)
+    run = WorkerRun(backend, clock, REGISTRY, settings, until_idle=True)
+    await run.start()
+    assert await client.count_active() == 2  # the ok jobs ran; the ghost jobs wait
+    assert await run.finish(within=5) == ExitCode.UNTIL_IDLE_STRANDED
+    assert int(ExitCode.UNTIL_IDLE_STRANDED) == 5
+    [stranded] = events_named(caplog, events.UNTIL_IDLE_STRANDED)
+    assert fields(stranded)["stranded"] == [
+        {"actor": "ghost", "queue": "default", "waiting": 2, "reason": "unregistered"}
+    ]
+    assert fields(stranded)["exit_code"] == 5
+    assert run.worker.problem is not None
+    assert "actor 'ghost' on queue 'default': 2 waiting" in run.worker.problem
+    assert not events_named(caplog, events.UNTIL_IDLE_MAX_RUNTIME)
+    assert await client.count_active() == 2  # left as they were
+
+
+async def test_a_job_it_can_still_run_keeps_it_from_exit_5(
+    backend: MemoryBackend, clock: FakeClock, client: MemoryQueueStore
+) -> None:
+    """A scheduled job of a registered actor next to a stranded one: the worker waits for it,
+    runs it, and only then exits 5."""
+    at = clock.now() + timedelta(seconds=30)
+    job_id = (await client.enqueue(ok.new_job({"n": 1}, scheduled_at=at, now=clock.now()))).job_id
+    await client.enqueue(NewJob(actor="ghost", payload={}))
+    run = WorkerRun(
+        backend, clock, REGISTRY, make_settings(idle_settle_window=0.0), until_idle=True
+    )
+    await run.start()
+    await run.advance(29)
+    assert run.task is not None
+    assert not run.task.done()
+    assert await run.finish(within=5) == ExitCode.UNTIL_IDLE_STRANDED
+    stored = await client.get(job_id)
+    assert stored is not None
+    assert stored.status is JobStatus.SUCCEEDED
+
+
+async def test_waits_while_another_live_worker_can_run_the_jobs(
+    backend: MemoryBackend,
+    clock: FakeClock,
+    client: MemoryQueueStore,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Jobs this worker cannot run but a live peer registers keep it waiting (the queue is
+    shared); once the peer has not been seen for a lock lease, the worker exits 5."""
+    await client.sync_actor_configs([ActorConfig(actor="other", queue="default")])
+    peer = WorkerInfo(worker_id="peer", hostname="h", pid=1, queues=["default"], actors=["other"])
+    await client.register_worker(peer)
+    await client.enqueue(NewJob(actor="other", payload={}))
+    settings = make_settings(idle_settle_window=0.0, lock_lease=60.0)
+    run = WorkerRun(backend, clock, REGISTRY, settings, until_idle=True)
+    await run.start()
+    await run.advance(40)
+    await client.heartbeat(Heartbeat(worker_id="peer", lease=timedelta(seconds=60)))
+    await run.advance(59)  # the peer was seen 59 s ago
+    assert run.task is not None
+    assert not run.task.done()
+    assert await run.finish(within=3) == ExitCode.UNTIL_IDLE_STRANDED
+    [stranded] = events_named(caplog, events.UNTIL_IDLE_STRANDED)
+    assert fields(stranded)["stranded"] == [
+        {"actor": "other", "queue": "default", "waiting": 1, "reason": "no_live_worker"}
+    ]

@@ -64,15 +64,62 @@ SELECT r.queue, 'running', count(*)
 FROM {schema}.jobs r WHERE r.status = 'running' GROUP BY r.queue
 
 -- name: stranded_actors
--- Waiting jobs of actors no worker ever registered (no actor_config row); one arm per status, each read through its partial index.
-SELECT w.actor, count(*) AS waiting
-FROM (
-    SELECT p.actor FROM {schema}.jobs p WHERE p.status = 'pending'
-    UNION ALL
-    SELECT s.actor FROM {schema}.jobs s WHERE s.status = 'scheduled'
-) AS w
-WHERE NOT EXISTS (SELECT 1 FROM {schema}.actor_config ac WHERE ac.actor = w.actor)
-GROUP BY w.actor
+-- Waiting jobs no live worker (seen within :stale_after) can claim, per (actor, queue), with the reason; one arm per status, each read through its partial index.
+WITH live AS MATERIALIZED (
+    SELECT wk.actors, wk.queues
+    FROM {schema}.workers wk
+    WHERE wk.last_seen_at >= coalesce(:now::timestamptz, now()) - :stale_after::interval
+),
+waiting AS (
+    SELECT w.actor, w.queue, count(*) AS waiting
+    FROM (
+        SELECT p.actor, p.queue FROM {schema}.jobs p
+        WHERE p.status = 'pending'
+        UNION ALL
+        SELECT s.actor, s.queue FROM {schema}.jobs s
+        WHERE s.status = 'scheduled'
+    ) AS w
+    GROUP BY w.actor, w.queue
+)
+SELECT g.actor, g.queue, g.waiting,
+       CASE WHEN EXISTS (SELECT 1 FROM live l WHERE g.actor = ANY (l.actors))
+                THEN 'queue_not_consumed'
+            WHEN EXISTS (SELECT 1 FROM {schema}.actor_config ac WHERE ac.actor = g.actor)
+                THEN 'no_live_worker'
+            ELSE 'unregistered' END AS reason
+FROM waiting g
+WHERE NOT EXISTS (
+    SELECT 1 FROM live l WHERE g.actor = ANY (l.actors) AND g.queue = ANY (l.queues)
+)
+
+-- name: stranded_actors_in
+-- stranded_actors on some queues only (until-idle): the queue filter in each arm keeps its partial-index read.
+WITH live AS MATERIALIZED (
+    SELECT wk.actors, wk.queues
+    FROM {schema}.workers wk
+    WHERE wk.last_seen_at >= coalesce(:now::timestamptz, now()) - :stale_after::interval
+),
+waiting AS (
+    SELECT w.actor, w.queue, count(*) AS waiting
+    FROM (
+        SELECT p.actor, p.queue FROM {schema}.jobs p
+        WHERE p.status = 'pending' AND p.queue = ANY (:queues::text[])
+        UNION ALL
+        SELECT s.actor, s.queue FROM {schema}.jobs s
+        WHERE s.status = 'scheduled' AND s.queue = ANY (:queues::text[])
+    ) AS w
+    GROUP BY w.actor, w.queue
+)
+SELECT g.actor, g.queue, g.waiting,
+       CASE WHEN EXISTS (SELECT 1 FROM live l WHERE g.actor = ANY (l.actors))
+                THEN 'queue_not_consumed'
+            WHEN EXISTS (SELECT 1 FROM {schema}.actor_config ac WHERE ac.actor = g.actor)
+                THEN 'no_live_worker'
+            ELSE 'unregistered' END AS reason
+FROM waiting g
+WHERE NOT EXISTS (
+    SELECT 1 FROM live l WHERE g.actor = ANY (l.actors) AND g.queue = ANY (l.queues)
+)
 
 -- name: ping
 -- The cheapest statement that proves a pooled connection works.

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime, timedelta
 
 from taskq.adapters.postgres.store.base import StoreCore
 from taskq.adapters.postgres.store.rows import attempt_from_row, job_from_row
 from taskq.domain.job import AttemptRecord, Job, job_id_can_exist
 from taskq.domain.status import JobStatus
-from taskq.ports.store_params import QueueDepth
+from taskq.ports.store_params import QueueDepth, StrandedJobs, StrandedReason
 
 
 class ReadOps(StoreCore):
@@ -43,10 +44,30 @@ class ReadOps(StoreCore):
         ]
         return sorted(depths, key=lambda d: (d.queue, d.status.value))
 
-    async def stranded_actors(self) -> dict[str, int]:
-        self._begin()
-        rows = await self._driver.fetch("stranded_actors")
-        return dict(sorted((row["actor"], row["waiting"]) for row in rows))
+    async def stranded_actors(
+        self,
+        queues: Sequence[str] | None = None,
+        *,
+        stale_after: timedelta,
+        now: datetime | None = None,
+    ) -> list[StrandedJobs]:
+        at = self._begin(now)
+        if queues is None:
+            rows = await self._driver.fetch("stranded_actors", now=at, stale_after=stale_after)
+        else:
+            rows = await self._driver.fetch(
+                "stranded_actors_in", now=at, stale_after=stale_after, queues=list(queues)
+            )
+        stranded = [
+            StrandedJobs(
+                actor=row["actor"],
+                queue=row["queue"],
+                waiting=row["waiting"],
+                reason=StrandedReason(row["reason"]),
+            )
+            for row in rows
+        ]
+        return sorted(stranded, key=lambda s: (s.actor, s.queue))
 
 
 __all__ = ["ReadOps"]
