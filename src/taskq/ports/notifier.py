@@ -20,9 +20,9 @@ class Notifier(Protocol):
       reconnect, lost; the app always keeps a slow poll as a backstop.
     - ``subscribe`` returns an unsubscribe function; callbacks run on the
       event loop and must not block.
-    - When the notifier sees its listening session end, it reconnects by
-      itself at once (then with bounded exponential backoff), without waiting
-      for a ``health_check``.
+    - When the notifier sees its listening session end, it tries to
+      reconnect by itself at once, without waiting for a ``health_check``
+      (which goes on trying, with backoff, should that fail).
     - ``health_check()`` verifies the subscription's connection (a session can
       die unseen); when it is gone the notifier reconnects with bounded
       exponential backoff and subscribes again, then returns True. It returns

@@ -326,8 +326,8 @@ async def test_reconnect_gives_up_after_bounded_attempts(
     schema: Schema,
     admin: asyncpg.Connection[Any],
 ) -> None:
-    """Without a reachable server the reconnect that follows a loss makes its bounded
-    attempts, then each health_check makes as many and is False."""
+    """Without a reachable server the attempt that follows a loss fails, then each
+    health_check makes its bounded attempts and is False."""
     own = await driver.connect(dsn)
     notifier: WakeListener[Any] = driver.notifier(
         unreachable_dsn,
@@ -340,13 +340,13 @@ async def test_reconnect_gives_up_after_bounded_attempts(
     try:
         await notifier.start()
         await kill(admin, notifier.backend_pid)
-        await eventually(lambda: notifier.backoff.attempts == 3, "the immediate reconnect's tries")
+        await eventually(lambda: notifier.backoff.attempts == 1, "the immediate attempt")
         assert await asyncio.wait_for(notifier.health_check(), WAIT) is False
-        assert notifier.backoff.attempts == 6
+        assert notifier.backoff.attempts == 4
         assert notifier.connected is False
         # The schedule carries on across checks until a reconnect succeeds.
         assert await asyncio.wait_for(notifier.health_check(), WAIT) is False
-        assert notifier.backoff.attempts == 9
+        assert notifier.backoff.attempts == 7
         assert notifier.reconnects == 0
     finally:
         await notifier.close()
@@ -360,8 +360,7 @@ async def test_close_cuts_a_backoff_wait_short(
     schema: Schema,
     admin: asyncpg.Connection[Any],
 ) -> None:
-    """close() during a reconnect backoff ends the reconnect (and a waiting health check)
-    at once."""
+    """close() during a health check's reconnect backoff ends the check at once with False."""
     own = await driver.connect(dsn)
     notifier: WakeListener[Any] = driver.notifier(
         unreachable_dsn,
@@ -373,9 +372,9 @@ async def test_close_cuts_a_backoff_wait_short(
     try:
         await notifier.start()
         await kill(admin, notifier.backend_pid)
-        # Attempt 1 (at once) failed; the wait before attempt 2 has begun.
-        await eventually(lambda: notifier.backoff.attempts == 2, "the first backoff wait")
+        await eventually(lambda: notifier.backoff.attempts == 1, "the immediate attempt")
         check = asyncio.create_task(notifier.health_check())
+        await eventually(lambda: notifier.backoff.attempts == 2, "the first backoff wait")
         await asyncio.wait_for(notifier.close(), WAIT)
         assert await asyncio.wait_for(check, WAIT) is False
     finally:

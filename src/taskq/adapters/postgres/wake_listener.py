@@ -8,10 +8,10 @@ class when its session died (:meth:`WakeListener._session_lost`); the
 reconnect policy, the ownership rules and the fan-out live here:
 
 - When the driver sees the listening session end (the server terminated it,
-  the socket closed), a background task reconnects at once and LISTENs again,
+  the socket closed), a background task makes one reconnect attempt at once,
   without waiting for the next health check: every wake-up published while
-  nobody listens is lost. It makes up to ``max_reconnect_attempts`` attempts
-  and leaves the rest to the health checks.
+  nobody listens is lost. Should it fail (the server is down), the health
+  checks go on with the backoff.
 - ``health_check()`` pings the listening session with ``SELECT 1`` (a session
   can die without the driver seeing it: a silent network). When the session
   is gone it reconnects and LISTENs again, making at most
@@ -292,7 +292,7 @@ class WakeListener(DedicatedConnection[C]):
             async with self._session_lock:
                 if self._closed_now() or self.connected:
                     return  # closed, or a health check got there first
-                await self._reconnect()
+                await self._reconnect(attempts=1)
         except Exception:
             # Never a silent task failure: the health checks go on trying.
             log.exception("notify-reconnect-failed", extra={"channel": self.channel})
@@ -315,12 +315,13 @@ class WakeListener(DedicatedConnection[C]):
             raise StoreUnavailable(f"cannot LISTEN on {self.channel}: {exc}") from exc
         self._listening = True
 
-    async def _reconnect(self) -> bool:
+    async def _reconnect(self, *, attempts: int | None = None) -> bool:
+        """Up to ``attempts`` (default ``max_reconnect_attempts``) tries, on the backoff."""
         self._listening = False
         conn = self._conn
         if conn is not None and (self._conn_owned or not self._is_open(conn)):
             await self._forget(conn)  # an owned session that failed a ping is not trusted again
-        for _ in range(self.max_reconnect_attempts):
+        for _ in range(attempts or self.max_reconnect_attempts):
             delay = self.backoff.next_delay()
             if delay > 0:
                 with contextlib.suppress(TimeoutError):
