@@ -11,7 +11,7 @@ from taskq.ports.store_params import CAP_LISTEN_NOTIFY
 
 pytestmark = pytest.mark.taskq_requires(CAP_LISTEN_NOTIFY)
 
-#: Reconnecting may back off (1s initial, doubling); allow a few attempts.
+#: Reconnecting may back off after a failed first attempt (1s, doubling); allow a few.
 RECONNECT_WAIT = 4 * WAIT
 
 
@@ -80,6 +80,25 @@ async def test_subscription_survives_a_killed_session(harness: Harness) -> None:
     assert listener.connected is True
     await sender.publish("after-reconnect")
     await inbox.wait_for("after-reconnect")
+
+
+async def test_a_killed_session_comes_back_by_itself_and_wakes_every_subscriber(
+    harness: Harness,
+) -> None:
+    """After its session is killed a notifier listens again without a health_check, and
+    each subscriber gets one wake-up for any queue (""): wake-ups may have been lost."""
+    sender, listener = await _started(harness), await _started(harness)
+    first, second = Inbox(), Inbox()
+    listener.subscribe(first)
+    listener.subscribe(second)
+    await harness.sever(listener)
+    for inbox in (first, second):
+        await inbox.wait_for("")
+    assert listener.connected is True
+    await sender.publish("after-reconnect")
+    for inbox in (first, second):
+        await inbox.wait_for("after-reconnect")
+        assert inbox.received == ["", "after-reconnect"]
 
 
 async def test_health_check_of_a_live_notifier_is_true(harness: Harness) -> None:

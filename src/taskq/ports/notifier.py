@@ -20,10 +20,16 @@ class Notifier(Protocol):
       reconnect, lost; the app always keeps a slow poll as a backstop.
     - ``subscribe`` returns an unsubscribe function; callbacks run on the
       event loop and must not block.
-    - ``health_check()`` verifies the subscription's connection; when it is
-      gone the notifier reconnects with bounded exponential backoff and
-      subscribes again, then returns True. It returns False while it cannot
-      reconnect. ``connected`` says whether it is listening now.
+    - When the notifier sees its listening session end, it tries to
+      reconnect by itself at once, without waiting for a ``health_check``
+      (which goes on trying, with backoff, should that fail).
+    - ``health_check()`` verifies the subscription's connection (a session can
+      die unseen); when it is gone the notifier reconnects with bounded
+      exponential backoff and subscribes again, then returns True. It returns
+      False while it cannot reconnect. ``connected`` says whether it is
+      listening now.
+    - After every reconnect, each subscriber gets one wake-up for any queue
+      (``""``): wake-ups published while nobody listened are lost.
     - ``close()`` stops listening and frees resources; idempotent.
     """
 

@@ -213,6 +213,13 @@ class LeaseJanitor(Protocol):
       back to pending (new fencing token on the next claim), or to crashed
       when ``max_attempts`` is reached, or to cancelled when a cancel was
       requested; each gets an attempt record.
+    - ``time_to_lease_expiry``: how long after ``now`` the earliest lock of a
+      running job expires (``min(lock_expires_at) - now``), None when no job
+      is running. Negative once that lock has expired, so ``reclaim_expired``
+      at ``now`` takes the job; zero or more while it holds. With ``now``
+      None both ends are on the store's clock (the database's, on Postgres),
+      so a caller sleeping that long never compares its own clock with the
+      leases. Read-only: it changes nothing and takes no row locks.
     - ``fail_past_deadline``: pending/scheduled jobs whose schedule_to_close
       passed become failed with ``DeadlineExceeded``.
     - ``cleanup_stale_workers``: removes workers not seen for ``stale_after``.
@@ -221,6 +228,8 @@ class LeaseJanitor(Protocol):
     async def promote_scheduled(self, *, now: datetime | None = None) -> int: ...
 
     async def reclaim_expired(self, *, now: datetime | None = None) -> ReclaimReport: ...
+
+    async def time_to_lease_expiry(self, *, now: datetime | None = None) -> timedelta | None: ...
 
     async def fail_past_deadline(self, *, now: datetime | None = None) -> list[int]: ...
 

@@ -1,4 +1,5 @@
-"""The notifier's reconnect schedule: initial delay, doubling, capped, reset on success.
+"""The notifier's reconnect schedule: at once, then initial delay, doubling, capped, reset
+on success.
 
 Pure (no database): the bounds every Postgres notifier waits by between
 reconnect attempts.
@@ -14,14 +15,20 @@ from taskq.adapters.postgres.notify_backoff import ReconnectBackoff, reconnect_d
 
 initials = st.floats(min_value=1e-3, max_value=60.0, allow_nan=False)
 extra = st.floats(min_value=0.0, max_value=600.0, allow_nan=False)
-attempts = st.integers(min_value=0, max_value=10_000)
+attempts = st.integers(min_value=1, max_value=10_000)
+
+
+@given(initial=initials, extra=extra)
+def test_the_first_attempt_after_a_loss_does_not_wait(initial: float, extra: float) -> None:
+    """Attempt 0 goes at once: a session the server ended usually comes straight back."""
+    assert reconnect_delay(0, initial=initial, maximum=initial + extra) == 0.0
 
 
 @given(initial=initials, extra=extra, attempt=attempts)
 def test_delay_stays_between_initial_and_the_cap(
     initial: float, extra: float, attempt: int
 ) -> None:
-    """Every delay is at least the initial one and never above the cap."""
+    """Every later delay is at least the initial one and never above the cap."""
     cap = initial + extra
     delay = reconnect_delay(attempt, initial=initial, maximum=cap)
     assert initial <= delay <= cap
@@ -37,11 +44,12 @@ def test_delay_doubles_until_it_reaches_the_cap(initial: float, extra: float, at
 
 
 def test_schedule_of_the_documented_defaults() -> None:
-    """Defaults give 1, 2, 4, 8, 16, 30, 30 seconds; a success starts again at 1."""
+    """Defaults give 0, 1, 2, 4, 8, 16, 30, 30 seconds; a success starts again at 0."""
     backoff = ReconnectBackoff()
-    assert [backoff.next_delay() for _ in range(7)] == [1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0]
+    delays = [backoff.next_delay() for _ in range(8)]
+    assert delays == [0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0]
     backoff.reset()
-    assert backoff.next_delay() == 1.0
+    assert backoff.next_delay() == 0.0
 
 
 @pytest.mark.parametrize(("initial", "maximum"), [(0.0, 1.0), (-1.0, 1.0), (2.0, 1.0)])

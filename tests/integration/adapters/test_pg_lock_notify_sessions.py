@@ -293,15 +293,28 @@ async def test_caller_owned_notifier_connection_is_unlistened_not_closed(
         await driver.close(own)
 
 
-async def test_killed_session_flips_connected_without_a_health_check(
+async def test_a_killed_session_is_replaced_at_once_without_a_health_check(
     driver: Driver, dsn: str, schema: Schema, admin: asyncpg.Connection[Any]
 ) -> None:
-    """The driver notices a terminated LISTEN session by itself: connected turns False."""
-    notifier = driver.notifier(dsn, schema=schema)
+    """The driver notices a terminated LISTEN session by itself and a new one LISTENs at
+    once (the backoff is long: only its immediate first attempt can do it), then every
+    subscriber gets one wake-up for any queue, for what was published meanwhile."""
+    notifier: WakeListener[Any] = driver.notifier(
+        dsn, schema=schema, reconnect_backoff_initial=600.0, reconnect_backoff_max=600.0
+    )
+    received: list[str] = []
+    notifier.subscribe(received.append)
     try:
         await notifier.start()
-        await kill(admin, notifier.backend_pid)
-        await eventually(lambda: not notifier.connected, "connected to turn False")
+        old = notifier.backend_pid
+        await kill(admin, old)
+        await eventually(lambda: notifier.reconnects == 1, "the session to be replaced")
+        assert notifier.connected
+        assert notifier.backend_pid not in (None, old)
+        assert received == [""]
+        assert notifier.backoff.attempts == 0
+        await admin.execute("SELECT pg_notify($1, 'q-after')", schema.wake_channel)
+        await eventually(lambda: received == ["", "q-after"], "the next wake-up")
     finally:
         await notifier.close()
 
@@ -313,7 +326,8 @@ async def test_reconnect_gives_up_after_bounded_attempts(
     schema: Schema,
     admin: asyncpg.Connection[Any],
 ) -> None:
-    """Without a reachable server each health_check makes its bounded attempts, then is False."""
+    """Without a reachable server the attempt that follows a loss fails, then each
+    health_check makes its bounded attempts and is False."""
     own = await driver.connect(dsn)
     notifier: WakeListener[Any] = driver.notifier(
         unreachable_dsn,
@@ -326,12 +340,13 @@ async def test_reconnect_gives_up_after_bounded_attempts(
     try:
         await notifier.start()
         await kill(admin, notifier.backend_pid)
+        await eventually(lambda: notifier.backoff.attempts == 1, "the immediate attempt")
         assert await asyncio.wait_for(notifier.health_check(), WAIT) is False
-        assert notifier.backoff.attempts == 3
+        assert notifier.backoff.attempts == 4
         assert notifier.connected is False
         # The schedule carries on across checks until a reconnect succeeds.
         assert await asyncio.wait_for(notifier.health_check(), WAIT) is False
-        assert notifier.backoff.attempts == 6
+        assert notifier.backoff.attempts == 7
         assert notifier.reconnects == 0
     finally:
         await notifier.close()
@@ -339,45 +354,69 @@ async def test_reconnect_gives_up_after_bounded_attempts(
 
 
 async def test_close_cuts_a_backoff_wait_short(
-    driver: Driver, dsn: str, schema: Schema, admin: asyncpg.Connection[Any]
+    driver: Driver,
+    dsn: str,
+    unreachable_dsn: str,
+    schema: Schema,
+    admin: asyncpg.Connection[Any],
 ) -> None:
-    """close() during a reconnect backoff ends the health check at once with False."""
+    """close() during a health check's reconnect backoff ends the check at once with False."""
+    own = await driver.connect(dsn)
     notifier: WakeListener[Any] = driver.notifier(
-        dsn, schema=schema, reconnect_backoff_initial=600.0, reconnect_backoff_max=600.0
+        unreachable_dsn,
+        schema=schema,
+        conn=own,
+        reconnect_backoff_initial=600.0,
+        reconnect_backoff_max=600.0,
     )
-    await notifier.start()
-    await kill(admin, notifier.backend_pid)
-    check = asyncio.create_task(notifier.health_check())
-    await eventually(lambda: notifier.backoff.attempts == 1, "the first backoff wait")
-    await notifier.close()
-    assert await asyncio.wait_for(check, WAIT) is False
-
-
-async def test_reconnect_resets_the_backoff_and_listens_again(
-    driver: Driver, dsn: str, schema: Schema, admin: asyncpg.Connection[Any]
-) -> None:
-    """A successful reconnect re-LISTENs on a new session and starts the next backoff afresh."""
-    notifier: WakeListener[Any] = driver.notifier(
-        dsn, schema=schema, reconnect_backoff_initial=0.001, reconnect_backoff_max=0.001
-    )
-    received: list[str] = []
-    arrived = asyncio.Event()
-
-    def on_wake(queue: str) -> None:
-        received.append(queue)
-        arrived.set()
-
-    notifier.subscribe(on_wake)
     try:
         await notifier.start()
+        await kill(admin, notifier.backend_pid)
+        await eventually(lambda: notifier.backoff.attempts == 1, "the immediate attempt")
+        check = asyncio.create_task(notifier.health_check())
+        await eventually(lambda: notifier.backoff.attempts == 2, "the first backoff wait")
+        await asyncio.wait_for(notifier.close(), WAIT)
+        assert await asyncio.wait_for(check, WAIT) is False
+    finally:
+        await notifier.close()
+        await driver.close(own)
+
+
+async def test_a_health_check_restores_what_the_immediate_reconnect_could_not(
+    driver: Driver, dsn: str, schema: Schema, admin: asyncpg.Connection[Any]
+) -> None:
+    """When the reconnect that follows a loss fails, the next health check reconnects,
+    re-LISTENs on a new session, wakes every subscriber once and resets the backoff."""
+    failures: list[StoreUnavailable] = []
+
+    async def connect() -> Any:
+        if failures:
+            raise failures.pop()
+        return await driver.connect(dsn)
+
+    notifier: WakeListener[Any] = driver.notifier(
+        dsn,
+        schema=schema,
+        connect=connect,
+        reconnect_backoff_initial=0.001,
+        reconnect_backoff_max=0.001,
+        max_reconnect_attempts=1,
+    )
+    received: list[str] = []
+    notifier.subscribe(received.append)
+    try:
+        await notifier.start()
+        failures.append(StoreUnavailable("the first replacement session fails"))
         old = notifier.backend_pid
         await kill(admin, old)
+        await eventually(lambda: not failures, "the immediate reconnect to fail")
+        assert notifier.connected is False
         assert await asyncio.wait_for(notifier.health_check(), WAIT) is True
         assert (notifier.reconnects, notifier.backoff.attempts) == (1, 0)
         assert notifier.backend_pid not in (None, old)
+        assert received == [""]
         await admin.execute("SELECT pg_notify($1, 'q-after')", schema.wake_channel)
-        await asyncio.wait_for(arrived.wait(), WAIT)
-        assert received == ["q-after"]
+        await eventually(lambda: received == ["", "q-after"], "the next wake-up")
     finally:
         await notifier.close()
 

@@ -102,7 +102,7 @@ async def test_sigterm_during_an_outage_exits_promptly(
             context=worker.output_tail,
         )
         proxy.refuse()
-        # Long enough for the listener to be in its reconnect backoff (1 s, 2 s, 4 s...).
+        # Long enough for the listener to be in its reconnect backoff (at once, 1 s, 2 s...).
         await asyncio.sleep(3.0)
         worker.send(signal.SIGTERM)
         sent = time.monotonic()

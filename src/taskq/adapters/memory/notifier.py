@@ -1,10 +1,13 @@
 """MemoryNotifier: wake-ups between the stores, workers and clients of one backend.
 
 A started notifier is a listening session attached to the backend's hub.
-:meth:`MemoryNotifier.sever` kills that session: wake-ups published until the
-next successful :meth:`~MemoryNotifier.health_check` are lost, as with LISTEN
-across a reconnect. Callbacks are scheduled on the event loop, never called
-inside ``publish``, the way a real notification arrives.
+:meth:`MemoryNotifier.sever` kills that session the way the server ends one
+(the driver sees it): the notifier reconnects on the next turn of the event
+loop while the backend is reachable, else at the next successful
+:meth:`~MemoryNotifier.health_check`. Wake-ups published meanwhile are lost,
+as with LISTEN across a reconnect, and after each reconnect every subscriber
+gets one wake-up for any queue (""). Callbacks are scheduled on the event
+loop, never called inside ``publish``, the way a real notification arrives.
 """
 
 from __future__ import annotations
@@ -79,11 +82,7 @@ class MemoryNotifier:
             return False
         if self.connected:
             return True
-        if not self._db.reachable:
-            return False
-        self._db.hub.attach(self)
-        self.reconnects += 1
-        return True
+        return self._reconnect()
 
     async def close(self) -> None:
         self._closed = True
@@ -91,8 +90,23 @@ class MemoryNotifier:
         self._callbacks.clear()
 
     def sever(self) -> None:
-        """Kill the listening session; ``connected`` turns False until a health check."""
+        """Kill the listening session; it comes back on the next loop turn if it can."""
         self._db.hub.detach(self)
+        if self._started and not self._closed and self._loop is not None:
+            self._loop.call_soon(self._reconnect)
+
+    def _reconnect(self) -> bool:
+        """Listen again unless the backend is unreachable; then one "" wake-up for all."""
+        if self._closed or not self._started:
+            return False
+        if self.connected:
+            return True
+        if not self._db.reachable:
+            return False
+        self._db.hub.attach(self)
+        self.reconnects += 1
+        self.deliver("")  # wake-ups published while nobody listened are lost
+        return True
 
     def deliver(self, queue: str) -> None:
         """Called by the hub for each wake-up while this notifier is attached."""

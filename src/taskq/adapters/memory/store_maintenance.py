@@ -58,6 +58,15 @@ class MaintenanceOps(StoreCore):
             repended=tuple(repended), crashed=tuple(crashed), cancelled=tuple(cancelled)
         )
 
+    async def time_to_lease_expiry(self, *, now: datetime | None = None) -> timedelta | None:
+        at = await self._begin(now)
+        expiries = [
+            row.lock_expires_at
+            for row in self._db.rows_with_status(JobStatus.RUNNING)
+            if row.lock_expires_at is not None
+        ]
+        return min(expiries) - at if expiries else None
+
     async def fail_past_deadline(self, *, now: datetime | None = None) -> list[int]:
         at = await self._begin(now)
         failed: list[int] = []

@@ -1,9 +1,12 @@
 """Bounded exponential backoff for re-subscribing a lost LISTEN session.
 
-The delay before reconnect attempt ``n`` (0-based, counted from the loss) is
-``min(initial * 2**n, maximum)``. The count survives across health checks
-until a reconnect succeeds, so a long outage settles at ``maximum`` between
-attempts instead of hammering a server that is coming back up.
+The first reconnect attempt after a loss is immediate: a session ended by the
+server (``pg_terminate_backend``, a pooler or proxy restart) usually comes back
+at once, and every wake-up published meanwhile is lost. The delay before
+attempt ``n >= 1`` (0-based, counted from the loss) is
+``min(initial * 2**(n - 1), maximum)``. The count survives across health
+checks until a reconnect succeeds, so a long outage settles at ``maximum``
+between attempts instead of hammering a server that is coming back up.
 """
 
 from __future__ import annotations
@@ -11,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-#: ``TASKQ_NOTIFY_RECONNECT_BACKOFF_INITIAL``'s default, in seconds.
+#: ``TASKQ_NOTIFY_RECONNECT_BACKOFF_INITIAL``'s default, in seconds (the wait before the
+#: second attempt).
 DEFAULT_INITIAL: Final = 1.0
 #: The cap the worker guide names for the doubling, in seconds.
 DEFAULT_MAXIMUM: Final = 30.0
@@ -20,10 +24,12 @@ _MAX_EXPONENT: Final = 64
 
 
 def reconnect_delay(attempt: int, *, initial: float, maximum: float) -> float:
-    """Seconds to wait before reconnect attempt ``attempt`` (0 is the first)."""
+    """Seconds to wait before reconnect attempt ``attempt`` (0 is the first: no wait)."""
     if attempt < 0:
         raise ValueError(f"attempt must be >= 0, got {attempt}")
-    return min(initial * 2.0 ** min(attempt, _MAX_EXPONENT), maximum)
+    if attempt == 0:
+        return 0.0
+    return min(initial * 2.0 ** min(attempt - 1, _MAX_EXPONENT), maximum)
 
 
 @dataclass(slots=True)

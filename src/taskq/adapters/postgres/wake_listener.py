@@ -7,13 +7,22 @@ connections, subscribes/unsubscribes a connection, pings, and tells this
 class when its session died (:meth:`WakeListener._session_lost`); the
 reconnect policy, the ownership rules and the fan-out live here:
 
-- ``health_check()`` pings the listening session with ``SELECT 1``. When the
-  session is gone it reconnects with :class:`ReconnectBackoff` (initial delay,
-  doubling, capped) and LISTENs again; it makes at most
-  ``max_reconnect_attempts`` attempts per call and returns False when they all
-  fail, so the caller's health loop never blocks for long. ``close()`` cuts a
-  backoff wait short. Subscriptions survive reconnects: they belong to this
-  object, not to a session.
+- When the driver sees the listening session end (the server terminated it,
+  the socket closed), a background task makes one reconnect attempt at once,
+  without waiting for the next health check: every wake-up published while
+  nobody listens is lost. Should it fail (the server is down), the health
+  checks go on with the backoff.
+- ``health_check()`` pings the listening session with ``SELECT 1`` (a session
+  can die without the driver seeing it: a silent network). When the session
+  is gone it reconnects and LISTENs again, making at most
+  ``max_reconnect_attempts`` attempts per call, and returns False when they
+  all fail, so the caller's health loop never blocks for long.
+- Reconnect attempts follow :class:`ReconnectBackoff` (the first at once,
+  then the initial delay, doubling, capped); ``close()`` cuts a backoff wait
+  short. After every reconnect each subscriber gets one wake-up for any queue
+  (``""``): wake-ups may have been missed while the session was down.
+  Subscriptions survive reconnects: they belong to this object, not to a
+  session.
 - No ``conn`` given: the listening connection is owned (opened from the DSN,
   closed on loss and on ``close()``). A caller-owned ``conn`` is never
   closed: ``close()`` only stops listening on it; once it is dead, reconnects
@@ -105,6 +114,8 @@ class WakeListener(DedicatedConnection[C]):
         self._closing = asyncio.Event()
         self._session_lock = asyncio.Lock()
         self._publish_lock = asyncio.Lock()
+        # Reconnects a session the driver saw end (see _session_lost).
+        self._healer: asyncio.Task[None] | None = None
 
     def __repr__(self) -> str:
         return (
@@ -230,6 +241,10 @@ class WakeListener(DedicatedConnection[C]):
             publisher, self._publisher = self._publisher, None
             if publisher is not None:
                 await self._dispose(publisher)
+        healer = self._healer
+        if healer is not None:
+            # It gives up once it holds the session lock (closed): wait, do not cancel.
+            await asyncio.wait([healer])
 
     # --- for the driver subclasses ---------------------------------------------------
 
@@ -246,10 +261,14 @@ class WakeListener(DedicatedConnection[C]):
                 log.exception("notify-callback-failed", extra={"queue": payload})
 
     def _session_lost(self, conn: C) -> None:
-        """The driver saw ``conn``'s session die: not listening until a health check reconnects."""
+        """The driver saw ``conn``'s session die: not listening; reconnect at once.
+
+        Called on the event loop (a driver callback or the driver's reader task).
+        """
         if conn is self._conn and self._listening:
             self._listening = False
             log.warning("notify-listener-lost", extra={"channel": self.channel})
+            self._heal_soon()
 
     # --- internals -------------------------------------------------------------------
 
@@ -257,6 +276,26 @@ class WakeListener(DedicatedConnection[C]):
         # A call, not an attribute test, so the type checker does not carry a narrowing of
         # _closed across an await, where close() may have run meanwhile.
         return self._closed
+
+    def _heal_soon(self) -> None:
+        if self._closed or not self._started:
+            return
+        healer = self._healer
+        if healer is not None and not healer.done():
+            return
+        self._healer = asyncio.get_running_loop().create_task(
+            self._heal(), name=f"taskq-notify-reconnect:{self.channel}"
+        )
+
+    async def _heal(self) -> None:
+        try:
+            async with self._session_lock:
+                if self._closed_now() or self.connected:
+                    return  # closed, or a health check got there first
+                await self._reconnect(attempts=1)
+        except Exception:
+            # Never a silent task failure: the health checks go on trying.
+            log.exception("notify-reconnect-failed", extra={"channel": self.channel})
 
     async def _establish(self) -> None:
         """Get a live connection (reusing the current one if it is open) and LISTEN on it."""
@@ -276,16 +315,18 @@ class WakeListener(DedicatedConnection[C]):
             raise StoreUnavailable(f"cannot LISTEN on {self.channel}: {exc}") from exc
         self._listening = True
 
-    async def _reconnect(self) -> bool:
+    async def _reconnect(self, *, attempts: int | None = None) -> bool:
+        """Up to ``attempts`` (default ``max_reconnect_attempts``) tries, on the backoff."""
         self._listening = False
         conn = self._conn
         if conn is not None and (self._conn_owned or not self._is_open(conn)):
             await self._forget(conn)  # an owned session that failed a ping is not trusted again
-        for _ in range(self.max_reconnect_attempts):
+        for _ in range(attempts or self.max_reconnect_attempts):
             delay = self.backoff.next_delay()
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(delay):
-                    await self._closing.wait()
+            if delay > 0:
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(delay):
+                        await self._closing.wait()
             if self._closed_now():
                 return False
             try:
@@ -301,6 +342,7 @@ class WakeListener(DedicatedConnection[C]):
             self.backoff.reset()
             self.reconnects += 1
             log.info("notify-reconnected", extra={"channel": self.channel})
+            self._deliver("")  # wake-ups published while nobody listened are lost
             return True
         return False
 

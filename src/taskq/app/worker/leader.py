@@ -6,9 +6,11 @@ worker stops::
 
     probe            every 5 s    LeaderLock.probe(); False → lost, lock released
     promote          every 1 s    scheduled → pending, then one wake-up publish
-    sweep            every 30 s   reclaim_expired, fail_past_deadline,
-                                  cleanup_stale_workers, expire_results,
-                                  rate limiter sweep_expired
+    reclaim          at each      reclaim_expired as the earliest running lease
+                     expiry       expires (looked up at least every 1 s), then
+                                  one wake-up publish when a job was re-pended
+    sweep            every 30 s   fail_past_deadline, cleanup_stale_workers,
+                                  expire_results, rate limiter sweep_expired
     queue-depth      every 15 s   queue_depths() sample
     stranded         every 60 s   stranded_actors() → warning (the first 5 s after election)
     prune            daily        TASKQ_PRUNE_SCHEDULE_UTC (or _CRON_EXPR)
@@ -19,6 +21,14 @@ one left), then at their cadence; the stranded check runs first 5 s after
 election, so workers starting with the leader have registered (it reads
 which live workers register which actors). A failing step is logged
 (``leader-task-failed``) and retried next time; it never ends leadership.
+
+The reclaim loop asks the store how long the earliest lease of a running job
+has left (``time_to_lease_expiry``: on the store's clock, so the leader's
+clock never meets the leases) and sleeps that long, but never longer than
+``LEASE_CHECK_INTERVAL``: another worker may claim a job with a shorter lease
+meanwhile. So a dead worker's jobs are pending again within a few
+milliseconds of their lease's end (its last heartbeat plus ``lock_lease``),
+and at most ``LEASE_CHECK_INTERVAL`` after it whatever the leases.
 """
 
 from __future__ import annotations
@@ -37,11 +47,18 @@ from taskq.app.worker.state import WorkerState
 from taskq.app.worker.waiting import wait_event, with_timeout
 from taskq.domain.errors import TaskQError
 from taskq.domain.status import TERMINAL
-from taskq.ports.store_params import PrunePolicy
+from taskq.ports.store_params import PrunePolicy, ReclaimReport
 
 PROBE_INTERVAL: Final = 5.0
 PROMOTE_INTERVAL: Final = 1.0
 SWEEP_INTERVAL: Final = 30.0
+#: Longest the reclaim loop goes without looking at the running leases.
+LEASE_CHECK_INTERVAL: Final = 1.0
+#: Slept past a lease's end: reclaim_expired takes a lock that expired *before* now.
+EXPIRY_MARGIN: Final = 0.001
+#: Least time between two reclaims that both found work (an expired lease left
+#: behind, its row locked by another transaction, is retried after LEASE_CHECK_INTERVAL).
+RECLAIM_SPACING: Final = 0.1
 QUEUE_DEPTH_INTERVAL: Final = 15.0
 STRANDED_INTERVAL: Final = 60.0
 #: The first stranded check after election: soon (within 10 s), yet late enough for workers
@@ -104,6 +121,7 @@ async def _lead(state: WorkerState) -> None:
     loops = {
         "leader.probe": _probe_loop(state, lost),
         "leader.promote": _every(state, "leader.promote", PROMOTE_INTERVAL, promote),
+        "leader.reclaim": _reclaim_loop(state),
         "leader.sweep": _every(state, "leader.sweep", SWEEP_INTERVAL, sweep),
         "leader.queue_depth": _every(
             state, "leader.queue_depth", QUEUE_DEPTH_INTERVAL, sample_queue_depth
@@ -174,6 +192,48 @@ async def _every(
         await state.clock.sleep(period)
 
 
+async def _reclaim_loop(state: WorkerState) -> None:
+    """Reclaim expired leases as they expire (see the module docstring)."""
+    name = "leader.reclaim"
+    clock = state.clock
+    not_before = clock.monotonic()  # no reclaim before this (monotonic seconds)
+    while True:
+        state.liveness.tick(name, LEASE_CHECK_INTERVAL)
+        wait = await _time_to_lease_expiry(state, name)
+        now = clock.monotonic()
+        if wait is not None and wait < 0 and now >= not_before:
+            found = await _reclaim_step(state, name)
+            not_before = clock.monotonic() + (RECLAIM_SPACING if found else LEASE_CHECK_INTERVAL)
+            continue
+        if wait is None:
+            pause = LEASE_CHECK_INTERVAL
+        elif wait < 0:
+            pause = not_before - now
+        else:
+            pause = min(wait + EXPIRY_MARGIN, LEASE_CHECK_INTERVAL)
+        await clock.sleep(pause)
+
+
+async def _time_to_lease_expiry(state: WorkerState, name: str) -> float | None:
+    """Seconds until the earliest running lease expires; None if none runs or the read failed."""
+    try:
+        wait = await state.store.time_to_lease_expiry()
+    except Exception as exc:
+        _step_failed(name, exc)
+        return None
+    return None if wait is None else wait.total_seconds()
+
+
+async def _reclaim_step(state: WorkerState, name: str) -> bool:
+    """One ``reclaim``; whether it moved any job (False when it failed)."""
+    try:
+        report = await reclaim(state)
+    except Exception as exc:
+        _step_failed(name, exc)
+        return False
+    return bool(report.repended or report.crashed or report.cancelled)
+
+
 async def _daily(state: WorkerState, name: str, schedule: Schedule, step: Step) -> None:
     while True:
         now = state.clock.now()
@@ -185,13 +245,17 @@ async def _run_step(state: WorkerState, name: str, step: Step) -> None:
     try:
         await step(state)
     except Exception as exc:
-        events.emit(
-            events.LEADER_TASK_FAILED,
-            logging.ERROR,
-            exc_info=not isinstance(exc, TaskQError),
-            task=name,
-            error=str(exc),
-        )
+        _step_failed(name, exc)
+
+
+def _step_failed(name: str, exc: Exception) -> None:
+    events.emit(
+        events.LEADER_TASK_FAILED,
+        logging.ERROR,
+        exc_info=not isinstance(exc, TaskQError),
+        task=name,
+        error=str(exc),
+    )
 
 
 # -- the steps -------------------------------------------------------------------------
@@ -208,6 +272,22 @@ async def promote(state: WorkerState) -> None:
     """Scheduled jobs that are due become pending; one wake-up when any did."""
     if await state.store.promote_scheduled():
         await _publish_wake(state)
+
+
+async def reclaim(state: WorkerState) -> ReclaimReport:
+    """Expired leases: their jobs wait again (or end); one wake-up when any was re-pended."""
+    report = await state.store.reclaim_expired()
+    if report.repended or report.crashed or report.cancelled:
+        events.emit(
+            events.LEASES_RECLAIMED,
+            logging.WARNING,
+            repended=list(report.repended),
+            crashed=list(report.crashed),
+            cancelled=list(report.cancelled),
+        )
+    if report.repended:
+        await _publish_wake(state)
+    return report
 
 
 async def sweep(state: WorkerState) -> None:
@@ -228,19 +308,6 @@ async def sweep(state: WorkerState) -> None:
                 error=str(exc),
             )
 
-    async def reclaim() -> None:
-        report = await store.reclaim_expired()
-        if report.repended or report.crashed or report.cancelled:
-            events.emit(
-                events.LEASES_RECLAIMED,
-                logging.WARNING,
-                repended=list(report.repended),
-                crashed=list(report.crashed),
-                cancelled=list(report.cancelled),
-            )
-        if report.repended:
-            await _publish_wake(state)
-
     async def deadlines() -> None:
         failed = await store.fail_past_deadline()
         if failed:
@@ -259,7 +326,6 @@ async def sweep(state: WorkerState) -> None:
         if state.ports.rate_limiter is not None:
             await state.ports.rate_limiter.sweep_expired()
 
-    await attempt("reclaim_expired", reclaim)
     await attempt("fail_past_deadline", deadlines)
     await attempt("cleanup_stale_workers", stale_workers)
     await attempt("expire_results", results)

@@ -19,6 +19,12 @@ waits for consumers to take jobs. Otherwise it sleeps until a wake-up
 (NOTIFY via the listener, or the leader's promotion of scheduled jobs) or the
 poll interval (``notify_poll_interval`` with NOTIFY on, else ``poll_interval``).
 
+A claim that fails (the store is unreachable, or handed out a connection the
+server had just closed) is retried soon: after ``CLAIM_RETRY_INITIAL``, the
+wait doubling with each failure in a row up to the poll interval, so a lost
+connection costs a job a fraction of a second while a long outage is tried
+at the poll's cadence.
+
 While claiming it holds ``state.claim_lock``, so the shutdown's drain never
 runs between a claim and the queueing of what it returned.
 """
@@ -28,7 +34,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable
-from typing import TypeVar
+from typing import Final, TypeVar
 
 from taskq.app.worker import events
 from taskq.app.worker.batching import GroupCommit
@@ -40,6 +46,14 @@ from taskq.ports.store_params import ClaimRequest
 
 T = TypeVar("T")
 
+#: Wait before retrying a failed claim; doubled per failure in a row, up to the poll.
+CLAIM_RETRY_INITIAL: Final = 0.1
+
+
+def claim_retry_delay(failures: int, poll: float) -> float:
+    """Seconds before the next claim after ``failures`` (>= 1) failed claims in a row."""
+    return min(poll, CLAIM_RETRY_INITIAL * 2.0 ** min(failures - 1, 32))
+
 
 async def run_producer(state: WorkerState) -> None:
     """Claim until the producer is stopped, then wait for the shutdown event."""
@@ -48,6 +62,7 @@ async def run_producer(state: WorkerState) -> None:
     actors = sorted(state.registry)
     threshold = state.claim_threshold
     stops = (state.producer_stop, state.shutdown_event)
+    failures = 0
     while not (state.producer_stop.is_set() or state.shutdown_event.is_set()):
         state.liveness.tick("producer", poll)
         room = state.claim_room()
@@ -61,8 +76,10 @@ async def run_producer(state: WorkerState) -> None:
             state.slot_freed.clear()
             claimed = await _claim(state, actors, room)
             if claimed is None:
-                await wait_event(state.clock, poll, *stops)
+                failures += 1
+                await wait_event(state.clock, claim_retry_delay(failures, poll), *stops)
                 continue
+            failures = 0
             full = claimed == room
             if full and state.claim_room() >= threshold:
                 continue  # a full batch, and consumers made (or took) room: claim again

@@ -368,22 +368,42 @@ async def test_a_failed_claim_is_retried_at_the_next_poll(
     assert await run.stop() == 0
 
 
-async def test_a_lost_listen_session_is_restored_by_the_health_check(
+async def test_a_lost_listen_session_comes_back_at_once_and_wakes_the_producer(
     backend: MemoryBackend, clock: FakeClock, client: MemoryQueueStore
 ) -> None:
-    """After the LISTEN session dies, the next health check reconnects and wakes the producer."""
+    """After the LISTEN session dies the notifier reconnects without waiting for the health
+    check, and its catch-up wake-up claims a job whose own wake-up was lost meanwhile."""
     run = WorkerRun(backend, clock, {"record": record}, make_settings(notify_poll_interval=60.0))
     await run.start()
     notifier = run.ports.notifier
     assert isinstance(notifier, MemoryNotifier)
     notifier.sever()
     job_id = (await client.enqueue(record.new_job({"n": 1}, now=clock.now()))).job_id
-    await run.advance(4)
-    assert (await job(client, job_id)).status is JobStatus.PENDING  # the wake-up was lost
-    await run.advance(1)  # health check at 5 s: reconnected, and a catch-up claim
+    await clock.run_until_idle()  # no time passes: neither a poll nor a health check
     assert (await job(client, job_id)).status is JobStatus.SUCCEEDED
     assert notifier.reconnects == 1
     await run.stop()
+
+
+async def test_a_listen_session_lost_in_an_outage_is_restored_by_the_health_check(
+    backend: MemoryBackend, clock: FakeClock, client: MemoryQueueStore
+) -> None:
+    """A session lost while the database is down comes back at the first health check
+    after it is up again, and that reconnect wakes the producer."""
+    run = WorkerRun(backend, clock, {"record": record}, make_settings(notify_poll_interval=60.0))
+    await run.start()
+    notifier = run.ports.notifier
+    assert isinstance(notifier, MemoryNotifier)
+    backend.set_reachable(False)
+    await run.advance(0.5)
+    backend.set_reachable(True)
+    job_id = (await client.enqueue(record.new_job({"n": 1}, now=clock.now()))).job_id
+    await run.advance(4)
+    assert (await job(client, job_id)).status is JobStatus.PENDING  # its wake-up was lost
+    await run.advance(1)  # health check at 5 s: reconnected, and a catch-up claim
+    assert (await job(client, job_id)).status is JobStatus.SUCCEEDED
+    assert notifier.reconnects == 1
+    assert await run.stop() == 0
 
 
 async def test_a_job_started_while_the_shutdown_forces_ends_cancelled_at_once(

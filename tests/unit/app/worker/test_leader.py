@@ -56,13 +56,13 @@ async def test_only_one_of_two_workers_leads(backend: MemoryBackend, clock: Fake
     assert await second.stop() == 0
 
 
-async def test_sweep_reclaims_a_dead_workers_job(
+async def test_the_leader_reclaims_a_dead_workers_job_as_its_lease_expires(
     backend: MemoryBackend,
     clock: FakeClock,
     client: MemoryQueueStore,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """A dead worker's job is re-pended once its lease expires, then run here."""
+    """A dead worker's job is re-pended the moment its lease expires, then run here."""
     job_id = (await client.enqueue(pong.new_job({"n": 3}, now=clock.now()))).job_id
     dead = backend.store()
     await dead.register_worker(
@@ -72,9 +72,9 @@ async def test_sweep_reclaims_a_dead_workers_job(
     run = WorkerRun(backend, clock, REGISTRY)
     await run.start()
     assert (await job(client, job_id)).status is JobStatus.RUNNING
-    await run.advance(89)  # lease expires at 60; sweeps run every 30 s (0, 30, 60, 90)
+    await run.advance(60)  # the lease ends at 60: still held at 60 itself
     assert (await job(client, job_id)).status is JobStatus.RUNNING
-    await run.advance(1)
+    await run.advance(0.01)
     done = await job(client, job_id)
     assert done.status is JobStatus.SUCCEEDED
     assert done.attempt == 2

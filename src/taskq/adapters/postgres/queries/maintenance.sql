@@ -62,6 +62,14 @@ recorded AS (
 )
 SELECT m.id, m.status, (SELECT count(*) FROM recorded) AS recorded FROM moved m ORDER BY m.id
 
+-- name: time_to_lease_expiry
+-- The leader sleeps this long, then reclaims: a delay on the database's clock, so the
+-- leader's clock never meets the leases'. No index holds lock_expires_at (a heartbeat's
+-- extension stays a HOT update); running rows are few, as for reclaim_expired.
+SELECT min(j.lock_expires_at) - coalesce(:now::timestamptz, now()) AS wait
+FROM {schema}.jobs j
+WHERE j.status = 'running'
+
 -- name: fail_past_deadline
 -- Only waiting jobs: a running job's deadline is its owner's to enforce.
 WITH req AS MATERIALIZED (

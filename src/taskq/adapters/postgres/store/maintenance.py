@@ -25,6 +25,11 @@ class MaintenanceOps(StoreCore):
             repended=ids("pending"), crashed=ids("crashed"), cancelled=ids("cancelled")
         )
 
+    async def time_to_lease_expiry(self, *, now: datetime | None = None) -> timedelta | None:
+        at = self._begin(now)
+        wait: timedelta | None = await self._driver.fetchval("time_to_lease_expiry", now=at)
+        return wait
+
     async def fail_past_deadline(self, *, now: datetime | None = None) -> list[int]:
         at = self._begin(now)
         rows = await self._driver.fetch("fail_past_deadline", now=at)
