@@ -31,6 +31,7 @@ from typing import Final
 from taskq.app.worker import events
 from taskq.app.worker.state import ActiveJob, WorkerState
 from taskq.app.worker.waiting import wait_event, with_timeout
+from taskq.app.worker.watchdog import dump_tasks_on_request
 from taskq.domain.cancel import GracePeriods
 from taskq.domain.errors import LeaseLost, TaskQError
 from taskq.domain.shutdown import (
@@ -251,18 +252,26 @@ class ShutdownOrchestrator:
 
 
 def install_signal_handlers(orchestrator: ShutdownOrchestrator) -> Callable[[], None]:
-    """Route SIGTERM, SIGINT and SIGHUP to the orchestrator; returns the undo function.
+    """Route SIGTERM, SIGINT and SIGHUP to the orchestrator, SIGUSR2 to the task dump;
+    returns the undo function.
 
     SIGHUP (the terminal or SSH session went away) shuts down gracefully too:
-    its default action would kill the worker with no cleanup. Where the loop
+    its default action would kill the worker with no cleanup. SIGUSR2, whose
+    default action kills the process as well, logs ``worker-task-dump`` (every
+    asyncio task and its await site) and the worker goes on. Where the loop
     cannot take signal handlers (Windows, a non-main thread) nothing is installed.
     """
     loop = asyncio.get_running_loop()
     installed: list[signal.Signals] = []
     hup = [signal.SIGHUP] if hasattr(signal, "SIGHUP") else []
-    for sig in (signal.SIGTERM, signal.SIGINT, *hup):
+    handlers: list[tuple[signal.Signals, Callable[[str], None]]] = [
+        (sig, orchestrator.request) for sig in (signal.SIGTERM, signal.SIGINT, *hup)
+    ]
+    if hasattr(signal, "SIGUSR2"):
+        handlers.append((signal.SIGUSR2, dump_tasks_on_request))
+    for sig, handler in handlers:
         try:
-            loop.add_signal_handler(sig, orchestrator.request, sig.name)
+            loop.add_signal_handler(sig, handler, sig.name)
         except (NotImplementedError, RuntimeError, ValueError):
             continue
         installed.append(sig)
