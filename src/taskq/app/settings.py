@@ -631,6 +631,10 @@ class WorkerSettings(TaskQSettings):
             cleanup_grace_period=self.cleanup_grace_period,
             termination_grace_period=self.termination_grace_period,
             max_heartbeat_failures=self.max_heartbeat_failures,
+            heartbeat_command_timeout=self.heartbeat_command_timeout,
+            watchdog_enabled=self.watchdog_enabled,
+            watchdog_tick_grace_factor=self.watchdog_tick_grace_factor,
+            watchdog_stale_floor=self.watchdog_stale_floor,
         )
 
     @property
