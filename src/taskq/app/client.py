@@ -41,6 +41,7 @@ from taskq.domain.job import (
     UniformJobs,
     job_id_can_exist,
 )
+from taskq.domain.lock_budget import DEFAULT_CLIENT_CALL_TIMEOUT
 from taskq.domain.settings_rules import validate_identifier
 from taskq.domain.status import JobStatus
 from taskq.ports.clock import Clock
@@ -78,8 +79,11 @@ class CompositionRoot(Protocol):
         """A store on its own new pool, built from ``settings``; ``close()`` closes the pool."""
         ...
 
-    def store_from_pool(self, pool: Any, /, *, driver: Driver, schema: str) -> ClientStore:
-        """A store on a caller-owned pool; it never closes the pool."""
+    def store_from_pool(
+        self, pool: Any, /, *, driver: Driver, schema: str, call_timeout: float
+    ) -> ClientStore:
+        """A store on a caller-owned pool, each call bounded by ``call_timeout`` seconds;
+        it never closes the pool."""
         ...
 
 
@@ -167,24 +171,60 @@ class JobsClient:
 
     @classmethod
     def from_asyncpg_pool(
-        cls, pool: Any, *, schema: str = "taskq", clock: Clock | None = None
+        cls,
+        pool: Any,
+        *,
+        schema: str = "taskq",
+        clock: Clock | None = None,
+        call_timeout: float = DEFAULT_CLIENT_CALL_TIMEOUT,
     ) -> Self:
         """A client on your ``asyncpg.Pool``; TaskQ never closes it (closing the client
-        sends the wake-ups its enqueues still owe, then refuses further calls)."""
-        return cls._from_pool(pool, driver="asyncpg", schema=schema, clock=clock)
+        sends the wake-ups its enqueues still owe, then refuses further calls).
+
+        Each call ends within ``call_timeout`` seconds (see ``TASKQ_CLIENT_CALL_TIMEOUT``);
+        the pool's own settings are left as they are.
+        """
+        return cls._from_pool(
+            pool, driver="asyncpg", schema=schema, clock=clock, call_timeout=call_timeout
+        )
 
     @classmethod
     def from_psycopg_pool(
-        cls, pool: Any, *, schema: str = "taskq", clock: Clock | None = None
+        cls,
+        pool: Any,
+        *,
+        schema: str = "taskq",
+        clock: Clock | None = None,
+        call_timeout: float = DEFAULT_CLIENT_CALL_TIMEOUT,
     ) -> Self:
         """A client on your ``psycopg_pool.AsyncConnectionPool``; TaskQ never closes it
-        (closing the client sends the wake-ups its enqueues still owe)."""
-        return cls._from_pool(pool, driver="psycopg", schema=schema, clock=clock)
+        (closing the client sends the wake-ups its enqueues still owe).
+
+        Each call ends within ``call_timeout`` seconds (see ``TASKQ_CLIENT_CALL_TIMEOUT``);
+        the pool's own settings are left as they are.
+        """
+        return cls._from_pool(
+            pool, driver="psycopg", schema=schema, clock=clock, call_timeout=call_timeout
+        )
 
     @classmethod
-    def _from_pool(cls, pool: Any, *, driver: Driver, schema: str, clock: Clock | None) -> Self:
+    def _from_pool(
+        cls,
+        pool: Any,
+        *,
+        driver: Driver,
+        schema: str,
+        clock: Clock | None,
+        call_timeout: float,
+    ) -> Self:
         validate_identifier(schema, what="schema")
-        store = _composition().store_from_pool(pool, driver=driver, schema=schema)
+        if not (isinstance(call_timeout, int | float) and 0 < call_timeout < float("inf")):
+            raise ValueError(
+                f"call_timeout must be a finite number of seconds > 0, got {call_timeout!r}"
+            )
+        store = _composition().store_from_pool(
+            pool, driver=driver, schema=schema, call_timeout=float(call_timeout)
+        )
         # The client owns the store it built, not the pool: the store's close leaves it open.
         return cls(store, owns_store=True, clock=clock)
 

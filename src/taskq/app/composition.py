@@ -32,7 +32,13 @@ from taskq.app.connection_overrides import (  # re-exported: callers look the ev
 from taskq.app.connection_overrides import check_overrides, dedicated_conn, store_source
 from taskq.app.connections import WorkerConnections
 from taskq.app.port_check import check_given_ports, check_worker_ports
-from taskq.app.settings import BUILTIN_DRIVERS, TaskQSettings, WorkerSettings, redact_url
+from taskq.app.settings import (
+    BUILTIN_DRIVERS,
+    DEFAULT_CLIENT_CALL_TIMEOUT,
+    TaskQSettings,
+    WorkerSettings,
+    redact_url,
+)
 from taskq.app.worker.ports import WorkerPorts
 from taskq.domain.errors import (
     ConfigurationError,
@@ -418,11 +424,19 @@ _DRIVER_KITS: Final[dict[str, Callable[[], _DriverKit]]] = {
 
 
 def _new_store(
-    kit: _DriverKit, settings: TaskQSettings, source: Any, schema: Schema, *, max_size: int
+    kit: _DriverKit,
+    settings: TaskQSettings,
+    source: Any,
+    schema: Schema,
+    *,
+    max_size: int,
+    call_timeout: float | None = None,
 ) -> PooledQueueStore[Any]:
     """A store on ``source``, a DSN (pool of ``max_size``), pool or pool factory.
 
     Not opened yet; the pool options apply to a DSN-built pool only.
+    ``call_timeout`` bounds each call (a client's store); a worker's store has
+    none: the worker bounds its own calls (``TASKQ_HEARTBEAT_COMMAND_TIMEOUT``).
     """
     return kit.store(
         source,
@@ -434,6 +448,7 @@ def _new_store(
         max_inactive_lifetime=(
             settings.pool_max_inactive_lifetime if isinstance(settings, WorkerSettings) else 300.0
         ),
+        call_timeout=call_timeout,
         **kit.store_options(settings),
     )
 
@@ -738,16 +753,24 @@ async def open_store(settings: TaskQSettings) -> QueueStore:
             "worker ports; build the client from its store with JobsClient(store)"
         )
     store = _new_store(
-        load_kit(), settings, settings.pg_dsn, schema, max_size=settings.client_pool_size
+        load_kit(),
+        settings,
+        settings.pg_dsn,
+        schema,
+        max_size=settings.client_pool_size,
+        call_timeout=settings.client_call_timeout,
     )
     await _open_pool(store)
     return store
 
 
-def store_from_pool(pool: object, *, driver: str, schema: str) -> QueueStore:
+def store_from_pool(
+    pool: object, *, driver: str, schema: str, call_timeout: float = DEFAULT_CLIENT_CALL_TIMEOUT
+) -> QueueStore:
     """A client store on a caller-owned pool (asyncpg.Pool or psycopg AsyncConnectionPool).
 
-    TaskQ never closes the pool: ``store.close()`` leaves it open.
+    TaskQ never closes the pool: ``store.close()`` leaves it open. Each call
+    ends within ``call_timeout`` seconds; the pool's own settings are not touched.
     """
     validated = Schema(schema)
     load_kit = _DRIVER_KITS.get(driver)
@@ -756,7 +779,7 @@ def store_from_pool(pool: object, *, driver: str, schema: str) -> QueueStore:
     kit = load_kit()
     if not isinstance(pool, kit.pool_type):
         raise ConfigurationError(f"expected {kit.pool_label}, got {type(pool).__name__}")
-    return kit.store(pool, schema=validated)
+    return kit.store(pool, schema=validated, call_timeout=call_timeout)
 
 
 # -- demo and throwaway databases --------------------------------------------------------

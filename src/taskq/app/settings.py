@@ -53,6 +53,7 @@ from pydantic_settings import (
 
 from taskq.domain.cron import Cron
 from taskq.domain.errors import ConfigurationError, InvalidIdentifierError
+from taskq.domain.lock_budget import DEFAULT_CLIENT_CALL_TIMEOUT
 from taskq.domain.settings_rules import (
     TimingSettings,
     check_timing,
@@ -343,8 +344,13 @@ class TaskQSettings(BaseSettings):
     max_cached_statement_lifetime: Annotated[int, Field(ge=0)] = 3600
     pg_is_pooled: bool = False
 
+    # How long one client call (enqueue, get, cancel, a handle's poll) may take in
+    # all: the wait for a pool connection, for a row lock (half of it) and for the
+    # server's answer. See taskq.adapters.postgres.call_budget.
+    client_call_timeout: PositiveSeconds = DEFAULT_CLIENT_CALL_TIMEOUT
+
     # Enqueue lock budgets (milliseconds, Postgres lock_timeout convention:
-    # 0 or less waits without bound).
+    # 0 or less waits without bound, or under a client's call bound, half of it).
     max_pending_lock_timeout_ms: LockBudgetMs = 200.0
     unique_lock_timeout_ms: LockBudgetMs = 200.0
     idempotency_lock_timeout_ms: LockBudgetMs = 200.0
@@ -631,6 +637,10 @@ class WorkerSettings(TaskQSettings):
             cleanup_grace_period=self.cleanup_grace_period,
             termination_grace_period=self.termination_grace_period,
             max_heartbeat_failures=self.max_heartbeat_failures,
+            heartbeat_command_timeout=self.heartbeat_command_timeout,
+            watchdog_enabled=self.watchdog_enabled,
+            watchdog_tick_grace_factor=self.watchdog_tick_grace_factor,
+            watchdog_stale_floor=self.watchdog_stale_floor,
         )
 
     @property
@@ -725,6 +735,7 @@ def _configuration_error(exc: ValidationError) -> ConfigurationError:
 
 __all__ = [
     "BUILTIN_DRIVERS",
+    "DEFAULT_CLIENT_CALL_TIMEOUT",
     "DEFAULT_PG_DSN",
     "ENV_PREFIX",
     "INERT_SETTINGS",

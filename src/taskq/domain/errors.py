@@ -29,7 +29,11 @@ domain errors::
     ├── IllegalTransition                 (a status change the lifecycle forbids)
     ├── JobFailed                         (raised by JobHandle.wait for a failed job)
     ├── StoreUnavailable                  (database unreachable or connection dropped)
-    │   └── StoreClosed                   (the store or its pool was closed: not transient)
+    │   ├── StoreClosed                   (the store or its pool was closed: not transient)
+    │   └── StoreTimeout                  (a call gave up waiting; waited_for says for what)
+    │       ├── RowLockTimeout            (a lock on a job's row, held by another session)
+    │       ├── PoolWaitTimeout           (a free connection from the pool)
+    │       └── ServerAnswerTimeout       (the server's answer)
     ├── TransactionAborted                (the caller's transaction already failed)
     ├── LeaderLockLost
     ├── RateLimitUnavailable              (limiter backend failed and no fallback)
@@ -233,6 +237,71 @@ class StoreUnavailable(TaskQError):
 
 class StoreClosed(StoreUnavailable):
     """The store (or the pool it runs on) was closed: no retry will succeed."""
+
+
+class StoreTimeout(StoreUnavailable):
+    """A store call gave up waiting: ``waited_for`` says for what, ``timeout`` after how
+    many seconds (``None`` when a bound not TaskQ's ran out, a session's own
+    ``lock_timeout`` say).
+
+    A client's calls are bounded by ``TASKQ_CLIENT_CALL_TIMEOUT``. Like any
+    ``StoreUnavailable``, the call may be retried.
+    """
+
+    def __init__(self, message: str, *, waited_for: str, timeout: float | None) -> None:
+        self.waited_for = waited_for
+        self.timeout = timeout
+        super().__init__(message)
+
+
+class RowLockTimeout(StoreTimeout):
+    """Another session holds a lock on the job's row longer than the call may wait.
+
+    Nothing was changed. The session is typically a transaction that updated the
+    row or locked it (``SELECT ... FOR UPDATE``) and has not ended yet.
+    """
+
+    def __init__(self, job_id: int, timeout: float | None) -> None:
+        self.job_id = job_id
+        after = f" after {timeout:g} s" if timeout is not None else ""
+        super().__init__(
+            f"gave up{after} waiting for a lock on job {job_id}'s row, which another "
+            "session holds (a transaction that updated or locked the row, e.g. with "
+            "SELECT ... FOR UPDATE, and has not ended); nothing was changed: retry once "
+            "it ends",
+            waited_for=f"a lock on job {job_id}'s row",
+            timeout=timeout,
+        )
+
+
+class PoolWaitTimeout(StoreTimeout):
+    """No connection of the pool came free, or could be opened, in time."""
+
+    def __init__(self, timeout: float, reason: str, *, size: int | None = None) -> None:
+        self.size = size
+        of = f"the pool of {size}" if size is not None else "the pool"
+        super().__init__(
+            f"no connection free in {of} within {timeout:g} s: {reason}",
+            waited_for="a free connection from the pool",
+            timeout=timeout,
+        )
+
+
+class ServerAnswerTimeout(StoreTimeout):
+    """Postgres did not answer a statement in time; TaskQ gave the statement up.
+
+    A write may or may not have been applied (its commit may have been under
+    way): read the job to know.
+    """
+
+    def __init__(self, timeout: float) -> None:
+        super().__init__(
+            f"Postgres did not answer within {timeout:g} s, so the statement was given up "
+            "(a slow or blocked statement, or a server or network that stopped answering); "
+            "a write may or may not have been applied",
+            waited_for="the server's answer",
+            timeout=timeout,
+        )
 
 
 class TransactionAborted(TaskQError):

@@ -14,6 +14,11 @@ from typing import Final
 
 LOCK_BUDGET_COMMAND_TIMEOUT_SHARE: Final = 0.5
 
+#: Seconds one client call may take in all (``TASKQ_CLIENT_CALL_TIMEOUT``'s default, and
+#: the bound of a client on a pool of yours unless given): its lock waits get the share
+#: above, the rest is for the pool and the server's answer.
+DEFAULT_CLIENT_CALL_TIMEOUT: Final = 10.0
+
 
 def bounded_lock_budget_ms(budget_ms: float, command_timeout_secs: float | None) -> float:
     """Clamp one enqueue lock budget to its share of the connection's per-query timeout.
@@ -31,4 +36,8 @@ def bounded_lock_budget_ms(budget_ms: float, command_timeout_secs: float | None)
     return min(budget_ms, command_timeout_secs * 1000.0 * LOCK_BUDGET_COMMAND_TIMEOUT_SHARE)
 
 
-__all__ = ["LOCK_BUDGET_COMMAND_TIMEOUT_SHARE", "bounded_lock_budget_ms"]
+__all__ = [
+    "DEFAULT_CLIENT_CALL_TIMEOUT",
+    "LOCK_BUDGET_COMMAND_TIMEOUT_SHARE",
+    "bounded_lock_budget_ms",
+]

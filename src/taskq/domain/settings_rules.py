@@ -12,7 +12,14 @@ Timing rules, all reported together so one restart fixes them all:
 - ``cancellation + cleanup < termination - 5``: the shutdown phases must end
   before the termination budget (the watchdog's deadline) runs out;
 - ``cancellation + cleanup < lock_lease``: a job being cancelled must still be
-  owned when its abandonment is written.
+  owned when its abandonment is written;
+- with the watchdog on, ``max(heartbeat_interval, heartbeat_command_timeout) +
+  heartbeat_command_timeout < max(heartbeat_interval × watchdog_tick_grace_factor,
+  watchdog_stale_floor)``: the heartbeat loop ticks once per beat, a beat that
+  fails takes up to ``heartbeat_command_timeout``, and after the last one the
+  isolation write takes up to as long again, so the loop's tick can get that old
+  while the worker isolates itself; past the loop's stale threshold the watchdog
+  would end the process first (exit 2), leaving its jobs to their leases.
 """
 
 from __future__ import annotations
@@ -39,6 +46,14 @@ ENV_VARS: Final[Mapping[str, str]] = {
     "termination_grace_period": "TASKQ_TERMINATION_GRACE_PERIOD",
     "max_heartbeat_failures": "TASKQ_MAX_HEARTBEAT_FAILURES",
 }
+#: The variables behind the fields only the heartbeat-versus-watchdog rule reads (the
+#: settings model checks each one's own range).
+WATCHDOG_ENV_VARS: Final[Mapping[str, str]] = {
+    "heartbeat_command_timeout": "TASKQ_HEARTBEAT_COMMAND_TIMEOUT",
+    "watchdog_enabled": "TASKQ_WATCHDOG_ENABLED",
+    "watchdog_tick_grace_factor": "TASKQ_WATCHDOG_TICK_GRACE_FACTOR",
+    "watchdog_stale_floor": "TASKQ_WATCHDOG_STALE_FLOOR",
+}
 
 _PERIODS: Final = (
     "heartbeat_interval",
@@ -63,6 +78,25 @@ class TimingSettings:
     cleanup_grace_period: float = 10.0
     termination_grace_period: float = 75.0
     max_heartbeat_failures: int = 3
+    heartbeat_command_timeout: float = 5.0
+    watchdog_enabled: bool = True
+    watchdog_tick_grace_factor: float = 3.0
+    watchdog_stale_floor: float = 30.0
+
+    @property
+    def heartbeat_stale_after(self) -> float:
+        """The watchdog's stale threshold for the heartbeat loop (its tick period is
+        ``heartbeat_interval``)."""
+        return max(
+            self.heartbeat_interval * self.watchdog_tick_grace_factor, self.watchdog_stale_floor
+        )
+
+    @property
+    def heartbeat_tick_gap(self) -> float:
+        """The oldest the heartbeat loop's tick gets while beats fail, up to the end of the
+        isolation: a failed beat, then the wait for the next one or the isolation write."""
+        timeout = self.heartbeat_command_timeout
+        return max(self.heartbeat_interval, timeout) + timeout
 
 
 def _fmt(value: float) -> str:
@@ -73,7 +107,11 @@ def _fmt(value: float) -> str:
 
 
 def _named(field: str, value: float) -> str:
-    return f"{ENV_VARS[field]} ({_fmt(value)})"
+    return f"{ENV_VARS.get(field) or WATCHDOG_ENV_VARS[field]} ({_fmt(value)})"
+
+
+def _usable(value: float, floor: float = 0.0) -> bool:
+    return math.isfinite(value) and value > floor
 
 
 def timing_violations(t: TimingSettings) -> list[str]:
@@ -120,7 +158,45 @@ def timing_violations(t: TimingSettings) -> list[str]:
                 )
         if "lock_lease" in valid and not total < t.lock_lease:
             out.append(f"{graces_text} must be < {_named('lock_lease', t.lock_lease)}")
+
+    if t.watchdog_enabled and "heartbeat_interval" in valid:
+        line = _heartbeat_watchdog_violation(t)
+        if line is not None:
+            out.append(line)
     return out
+
+
+def _heartbeat_watchdog_violation(t: TimingSettings) -> str | None:
+    """The line for a heartbeat loop that the watchdog would call stale before the worker
+    isolates itself (None when the rule holds or its inputs are out of range)."""
+    timeout, factor, floor = (
+        t.heartbeat_command_timeout,
+        t.watchdog_tick_grace_factor,
+        t.watchdog_stale_floor,
+    )
+    if not (_usable(timeout) and _usable(floor) and math.isfinite(factor) and factor >= 1):
+        return None  # the settings model reports the value itself
+    interval = t.heartbeat_interval
+    gap, threshold = t.heartbeat_tick_gap, t.heartbeat_stale_after
+    if gap < threshold:
+        return None
+    fixes = []
+    timeout_limit = min(threshold - interval, threshold / 2)
+    if timeout_limit > 0:
+        fixes.append(f"{WATCHDOG_ENV_VARS['heartbeat_command_timeout']} < {_fmt(timeout_limit)}")
+    fixes.append(f"{WATCHDOG_ENV_VARS['watchdog_stale_floor']} > {_fmt(gap)}")
+    fixes.append(f"{WATCHDOG_ENV_VARS['watchdog_tick_grace_factor']} > {_fmt(gap / interval)}")
+    return (
+        f"max({_named('heartbeat_interval', interval)}, "
+        f"{_named('heartbeat_command_timeout', timeout)}) + "
+        f"{WATCHDOG_ENV_VARS['heartbeat_command_timeout']} = {_fmt(gap)} (how old the "
+        "heartbeat loop's tick gets while its beats time out, up to the isolation) must be "
+        f"< its watchdog stale threshold max({ENV_VARS['heartbeat_interval']} × "
+        f"{_named('watchdog_tick_grace_factor', factor)}, "
+        f"{_named('watchdog_stale_floor', floor)}) = {_fmt(threshold)}: the watchdog would "
+        "end the worker (exit 2) before it isolates itself; use "
+        f"{', '.join(fixes[:-1])} or {fixes[-1]} (or {WATCHDOG_ENV_VARS['watchdog_enabled']}=false)"
+    )
 
 
 def check_timing(t: TimingSettings) -> None:
@@ -193,6 +269,7 @@ __all__ = [
     "ENV_VARS",
     "LEASE_HEARTBEATS",
     "TERMINATION_MARGIN",
+    "WATCHDOG_ENV_VARS",
     "TimingSettings",
     "check_timing",
     "parse_hhmm_utc",

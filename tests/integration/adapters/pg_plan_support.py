@@ -108,7 +108,7 @@ OVERRIDES: Final[Mapping[str, Mapping[str, str]]] = {
     "workers.isolate_worker": {"error": "'x'"},
     "reads.get_job": {"job_id": "5"},
     "reads.job_attempts": {"job_id": "5"},
-    "cancel.request_cancel": {"job_id": "5"},
+    "cancel.request_cancel": {"job_id": "5", "lock_timeout": "NULL"},
 }
 #: Statements that read jobs by a condition other than the primary key.
 STATEMENTS: Final = (

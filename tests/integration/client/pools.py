@@ -20,10 +20,10 @@ class CallerPool:
     driver: str
     pool: Any
 
-    def client(self, schema: str) -> JobsClient:
+    def client(self, schema: str, **options: Any) -> JobsClient:
         if self.driver == "asyncpg":
-            return JobsClient.from_asyncpg_pool(self.pool, schema=schema)
-        return JobsClient.from_psycopg_pool(self.pool, schema=schema)
+            return JobsClient.from_asyncpg_pool(self.pool, schema=schema, **options)
+        return JobsClient.from_psycopg_pool(self.pool, schema=schema, **options)
 
     def is_open(self) -> bool:
         if self.driver == "asyncpg":

@@ -13,7 +13,7 @@ import pytest
 from tests.integration.client.client_actors import Pair, add
 from tests.integration.worker.support import Database
 
-from taskq import IdempotencyKeyLockTimeoutError, JobsClient, StoreUnavailable
+from taskq import IdempotencyKeyLockTimeoutError, JobsClient, RowLockTimeout
 
 pytestmark = pytest.mark.integration
 
@@ -39,7 +39,9 @@ async def test_budget_is_clamped_below_the_pools_command_timeout(db: Database) -
         await pool.close()
 
 
-async def test_a_client_side_timeout_is_named_as_such(db: Database) -> None:
+async def test_a_row_lock_wait_is_clamped_and_named_too(db: Database) -> None:
+    """A cancel that waits on a row lock gives up at half the pool's command_timeout
+    (shorter than the client's call bound) with RowLockTimeout, not a bare client timer."""
     pool = await asyncpg.create_pool(db.dsn, min_size=1, max_size=2, command_timeout=0.2)
     holder = await asyncpg.connect(db.dsn)
     try:
@@ -49,7 +51,7 @@ async def test_a_client_side_timeout_is_named_as_such(db: Database) -> None:
             await holder.execute(
                 f"SELECT 1 FROM {db.schema}.jobs WHERE id = $1 FOR UPDATE", handle.job_id
             )
-            with pytest.raises(StoreUnavailable, match="client-side timeout"):
+            with pytest.raises(RowLockTimeout, match=r"after 0\.1 s waiting for a lock"):
                 await client.cancel(handle.job_id)
         await client.aclose()
     finally:

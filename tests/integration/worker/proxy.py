@@ -43,6 +43,13 @@ class FaultyProxy:
         for writer in self._writers:
             writer.transport.abort()
 
+    async def restore(self) -> None:
+        """The network is back: new connections pass through again, on the same port
+        (connections held by ``blackhole()`` stay held; clients time them out)."""
+        self._held = asyncio.Event()
+        if self._server is None or not self._server.is_serving():
+            self._server = await asyncio.start_server(self._handle, "127.0.0.1", self.port)
+
     async def close(self) -> None:
         self.refuse()
         for task in self._tasks:

@@ -535,13 +535,16 @@ async def test_connect_refuses_bad_overrides_before_opening(
 async def test_from_pool_wraps_a_caller_owned_pool(
     driver: str, backend: MemoryBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """from_<driver>_pool hands the pool, driver and schema to composition; closing the
-    client closes the store it built (sending owed wake-ups), which leaves the pool open."""
-    calls: list[tuple[object, str, str]] = []
+    """from_<driver>_pool hands the pool, driver, schema and call bound to composition;
+    closing the client closes the store it built (sending owed wake-ups), which leaves
+    the pool open."""
+    calls: list[tuple[object, str, str, float]] = []
     store = backend.store()
 
-    def store_from_pool(pool: object, *, driver: str, schema: str) -> MemoryQueueStore:
-        calls.append((pool, driver, schema))
+    def store_from_pool(
+        pool: object, *, driver: str, schema: str, call_timeout: float
+    ) -> MemoryQueueStore:
+        calls.append((pool, driver, schema, call_timeout))
         return store
 
     monkeypatch.setattr(composition, "store_from_pool", store_from_pool, raising=False)
@@ -549,7 +552,7 @@ async def test_from_pool_wraps_a_caller_owned_pool(
     make = JobsClient.from_asyncpg_pool if driver == "asyncpg" else JobsClient.from_psycopg_pool
     async with make(pool, schema="app_jobs") as client:
         assert client.store is store
-    assert calls == [(pool, driver, "app_jobs")]
+    assert calls == [(pool, driver, "app_jobs", 10.0)]
     with pytest.raises(StoreUnavailable, match="closed"):
         await store.get(1)
 
@@ -557,7 +560,7 @@ async def test_from_pool_wraps_a_caller_owned_pool(
 async def test_from_pool_validates_the_schema_first(monkeypatch: pytest.MonkeyPatch) -> None:
     """A schema that is not a safe identifier is refused before composition is called."""
 
-    def store_from_pool(pool: object, *, driver: str, schema: str) -> object:
+    def store_from_pool(pool: object, *, driver: str, schema: str, call_timeout: float) -> object:
         raise AssertionError("must not be called")
 
     monkeypatch.setattr(composition, "store_from_pool", store_from_pool, raising=False)

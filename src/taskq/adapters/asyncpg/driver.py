@@ -27,6 +27,7 @@ import asyncpg
 from asyncpg.exceptions import InternalClientError
 
 from taskq.adapters.postgres import driver as pg_driver
+from taskq.adapters.postgres.call_budget import CallBudget, active_budget, inner_wait_timeout
 from taskq.adapters.postgres.driver import (
     Driver,
     Row,
@@ -36,7 +37,7 @@ from taskq.adapters.postgres.driver import (
 )
 from taskq.adapters.postgres.lane import Lane
 from taskq.adapters.postgres.sql_loader import NumberedQuery
-from taskq.domain.errors import StoreClosed, StoreUnavailable
+from taskq.domain.errors import StoreClosed, StoreTimeout, StoreUnavailable
 
 #: asyncpg's pool and connection types (generic only to the type checker).
 Pool: TypeAlias = "asyncpg.Pool[Any]"
@@ -90,7 +91,18 @@ def broken(exc: BaseException) -> bool:
 
 
 async def _acquire(pool: Pool) -> PoolConnection:
-    """A connection of ``pool``, waiting at most ``POOL_ACQUIRE_TIMEOUT`` for one to come free."""
+    """A connection of ``pool``, waiting at most ``POOL_ACQUIRE_TIMEOUT`` for one to come
+    free, or, inside a call's budget, until the budget ends the wait (``PoolWaitTimeout``)."""
+    budget = active_budget()
+    if budget is not None:
+        budget.on_expiry = _pool_wait_error(pool)
+        try:
+            bounded: PoolConnection = await pool.acquire(
+                timeout=inner_wait_timeout(pg_driver.POOL_ACQUIRE_TIMEOUT)
+            )
+        finally:
+            budget.on_expiry = None
+        return bounded
     timeout = pg_driver.POOL_ACQUIRE_TIMEOUT  # read per call: tests shorten it
     try:
         conn: PoolConnection = await pool.acquire(timeout=timeout)
@@ -99,6 +111,18 @@ async def _acquire(pool: Pool) -> PoolConnection:
             raise pg_driver.PoolExhausted(pool.get_max_size(), timeout) from exc
         raise  # connecting timed out: translated as a lost connection
     return conn
+
+
+def _pool_wait_error(pool: Pool) -> Callable[[float], StoreTimeout]:
+    """What a call waiting for a connection of ``pool`` raises when its bound runs out."""
+
+    def error(bound: float) -> StoreTimeout:
+        size = pool.get_max_size()
+        if pool.get_idle_size() == 0 and pool.get_size() >= size:
+            return pg_driver.PoolExhausted(size, bound)
+        return pg_driver.pool_unreachable(bound, size)
+
+    return error
 
 
 @asynccontextmanager
@@ -210,11 +234,22 @@ def _client_timeout(config: object) -> float | None:
 
 
 class AsyncpgConnectionDriver(_Statements):
-    """Runs store queries on one connection; never closes it."""
+    """Runs store queries on one connection; never closes it.
 
-    def __init__(self, conn: AnyConnection, queries: Mapping[str, NumberedQuery]) -> None:
+    ``call_timeout`` bounds each call (see ``postgres.call_budget``) without
+    touching the connection's own settings.
+    """
+
+    def __init__(
+        self,
+        conn: AnyConnection,
+        queries: Mapping[str, NumberedQuery],
+        *,
+        call_timeout: float | None = None,
+    ) -> None:
         self._conn = conn
         self._queries = queries
+        self.call_timeout = call_timeout
 
     @property
     def command_timeout(self) -> float | None:
@@ -222,18 +257,28 @@ class AsyncpgConnectionDriver(_Statements):
         return _client_timeout(getattr(self._conn, "_config", None))
 
     async def _call(self, method: str, sql: str, args: tuple[object, ...]) -> Any:
+        if self.call_timeout is not None:
+            async with CallBudget(self.call_timeout):
+                with translated():
+                    return await getattr(self._conn, method)(sql, *args)
         with translated():
             return await getattr(self._conn, method)(sql, *args)
 
     async def copy_in(
         self, schema: str, table: str, columns: Sequence[str], data: Iterable[bytes]
     ) -> None:
-        with translated():
-            await _copy_in(self._conn, schema, table, columns, data)
+        async with CallBudget(self.call_timeout):
+            with translated():
+                await _copy_in(self._conn, schema, table, columns, data)
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Driver]:
         """A savepoint inside the connection's transaction (even one begun by hand), else one."""
+        async with CallBudget(self.call_timeout), self._transaction() as tx:
+            yield tx
+
+    @asynccontextmanager
+    async def _transaction(self) -> AsyncIterator[Driver]:
         conn = self._conn
         if not conn.is_in_transaction():
             with translated():
@@ -269,10 +314,14 @@ class AsyncpgPoolDriver(_Statements):
         queries: Mapping[str, NumberedQuery],
         *,
         known: Pool | None = None,
+        call_timeout: float | None = None,
     ) -> None:
         self._get_pool = pool
         self._queries = queries
         self._known = known  # the pool, once seen: where command_timeout is read
+        #: Each call's bound in seconds (``postgres.call_budget``); None: the worker's
+        #: own bounds apply (and ``POOL_ACQUIRE_TIMEOUT`` to a pool wait).
+        self.call_timeout = call_timeout
         self._lane: Lane[tuple[Pool, PoolConnection]] = Lane(self._release, discard=self._discard)
 
     async def _pool(self) -> Pool:
@@ -297,6 +346,12 @@ class AsyncpgPoolDriver(_Statements):
         await pool.release(conn)
 
     async def _call(self, method: str, sql: str, args: tuple[object, ...]) -> Any:
+        if self.call_timeout is not None:
+            async with CallBudget(self.call_timeout):
+                return await self._call_on_pool(method, sql, args)
+        return await self._call_on_pool(method, sql, args)
+
+    async def _call_on_pool(self, method: str, sql: str, args: tuple[object, ...]) -> Any:
         lane = self._lane
         kept = lane.take()
         if kept is None:
@@ -307,7 +362,8 @@ class AsyncpgPoolDriver(_Statements):
     async def copy_in(
         self, schema: str, table: str, columns: Sequence[str], data: Iterable[bytes]
     ) -> None:
-        await self._on_connection(lambda conn: _copy_in(conn, schema, table, columns, data))
+        async with CallBudget(self.call_timeout):
+            await self._on_connection(lambda conn: _copy_in(conn, schema, table, columns, data))
 
     async def _on_connection(self, op: Callable[[AnyConnection], Awaitable[Any]]) -> Any:
         """``op`` on the kept connection, else (it is in use) on one acquired for it alone."""
@@ -330,12 +386,15 @@ class AsyncpgPoolDriver(_Statements):
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Driver]:
-        pool = await self._pool()
-        with translated():
-            async with _acquired(pool) as conn:
-                with _terminated_if_broken(conn):
-                    async with conn.transaction():
-                        yield AsyncpgConnectionDriver(conn, self._queries)
+        async with CallBudget(self.call_timeout):
+            pool = await self._pool()
+            with translated():
+                async with _acquired(pool) as conn:
+                    with _terminated_if_broken(conn):
+                        async with conn.transaction():
+                            yield AsyncpgConnectionDriver(
+                                conn, self._queries, call_timeout=self.call_timeout
+                            )
 
 
 __all__ = [

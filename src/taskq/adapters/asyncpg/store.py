@@ -42,6 +42,11 @@ class AsyncpgQueueStore(PooledQueueStore[Pool]):
     ``asyncpg.Pool`` (caller-owned; the pool options are ignored) or a
     zero-argument async factory of one (called once, lazily; TaskQ-owned). The
     composition root passes the settings' values; adapters never read them.
+
+    ``call_timeout`` (seconds; a client's ``TASKQ_CLIENT_CALL_TIMEOUT``) bounds
+    every call, :meth:`bound_to` enqueues included: it ends within that time with
+    a ``StoreTimeout`` saying what it waited for (``postgres.call_budget``). None,
+    a worker's store, leaves the bounds to the worker.
     """
 
     def __init__(
@@ -57,9 +62,11 @@ class AsyncpgQueueStore(PooledQueueStore[Pool]):
         max_size: int = 10,
         max_inactive_lifetime: float = 300.0,
         command_timeout: float | None = None,
+        call_timeout: float | None = None,
     ) -> None:
         schema = schema or Schema()
         self._queries = render_store_queries(schema)
+        self._call_timeout = call_timeout
         options = PoolOptions(
             min_size=min_size,
             max_size=max_size,
@@ -74,7 +81,10 @@ class AsyncpgQueueStore(PooledQueueStore[Pool]):
             schema=schema,
             budgets=budgets,
             driver=lambda pool: AsyncpgPoolDriver(
-                pool, self._queries, known=source if isinstance(source, asyncpg.Pool) else None
+                pool,
+                self._queries,
+                known=source if isinstance(source, asyncpg.Pool) else None,
+                call_timeout=call_timeout,
             ),
             create_pool=lambda dsn: create_pool(dsn, options),
         )
@@ -88,7 +98,8 @@ class AsyncpgQueueStore(PooledQueueStore[Pool]):
         take turns. Anything but an asyncpg connection raises ``TypeError``.
         """
         raw = caller_connection(conn)
-        return self._bound_enqueuer(AsyncpgConnectionDriver(conn, self._queries), raw)
+        driver = AsyncpgConnectionDriver(conn, self._queries, call_timeout=self._call_timeout)
+        return self._bound_enqueuer(driver, raw)
 
 
 if TYPE_CHECKING:

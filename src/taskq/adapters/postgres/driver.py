@@ -37,6 +37,7 @@ from taskq.adapters.postgres.schema import Schema
 from taskq.adapters.postgres.sql_loader import NumberedQuery, Query, load_queries
 from taskq.domain.errors import (
     ConfigurationError,
+    PoolWaitTimeout,
     SchemaNotMigrated,
     StoreUnavailable,
     TaskQError,
@@ -95,21 +96,32 @@ class LockTimeout(StoreUnavailable):
     """``lock_timeout`` expired while a statement waited for a lock (55P03)."""
 
 
-#: Seconds a query waits for a free connection of its pool before ``PoolExhausted``.
-#: Without a bound an exhausted pool (say, the app holding every connection of the
-#: pool it shares with TaskQ) hangs the caller forever.
+#: Seconds a query waits for a free connection of its pool before ``PoolExhausted``,
+#: when its store has no call bound (``call_timeout``; a client's store has one, and
+#: its bound governs the wait). Without a bound an exhausted pool (say, the app
+#: holding every connection of the pool it shares with TaskQ) hangs the caller forever.
 POOL_ACQUIRE_TIMEOUT: Final = 30.0
 
 
-class PoolExhausted(StoreUnavailable):
+class PoolExhausted(PoolWaitTimeout):
     """No connection of the pool came free in time: every one is in use."""
 
     def __init__(self, size: int | None, timeout: float) -> None:
-        of = f"the pool of {size}" if size is not None else "the pool"
         super().__init__(
-            f"no connection free in {of} within {timeout:g} s: every connection is in use "
-            "(a bigger pool, or fewer connections held elsewhere)"
+            timeout,
+            "every connection is in use (a bigger pool, or fewer connections held elsewhere)",
+            size=size,
         )
+
+
+def pool_unreachable(timeout: float, size: int | None = None) -> PoolWaitTimeout:
+    """The pool had room but could not open a connection in time."""
+    return PoolWaitTimeout(
+        timeout,
+        "the pool could not open a connection to Postgres in time (the server or the "
+        "network is down, or slow to accept connections)",
+        size=size,
+    )
 
 
 class TransientConflict(StoreUnavailable):
@@ -131,6 +143,10 @@ class Driver(Protocol):
     :meth:`transaction` yields a driver bound to one connection inside a
     transaction (a savepoint when the connection already is in one), which
     commits on normal exit and rolls back on an exception.
+
+    A driver built with a ``call_timeout`` (seconds; its ``call_timeout``
+    attribute) runs each call in a :class:`~taskq.adapters.postgres.call_budget.CallBudget`:
+    it ends within that time with a ``StoreTimeout`` saying what it waited for.
     """
 
     async def fetch(self, query: str, /, **params: object) -> Sequence[Row]: ...
@@ -281,6 +297,7 @@ __all__ = [
     "Translation",
     "UniqueConflict",
     "error_reason",
+    "pool_unreachable",
     "render_store_queries",
     "sqlstate_error",
     "store_queries",

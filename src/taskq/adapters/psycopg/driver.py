@@ -33,6 +33,7 @@ from psycopg.rows import RowMaker, no_result
 from psycopg_pool import AsyncConnectionPool, PoolClosed, PoolTimeout
 
 from taskq.adapters.postgres import driver as pg_driver
+from taskq.adapters.postgres.call_budget import CallBudget, active_budget, inner_wait_timeout
 from taskq.adapters.postgres.driver import (
     Driver,
     Row,
@@ -42,7 +43,7 @@ from taskq.adapters.postgres.driver import (
 )
 from taskq.adapters.postgres.lane import Lane
 from taskq.adapters.postgres.sql_loader import NumberedQuery
-from taskq.domain.errors import ConfigurationError, StoreClosed, StoreUnavailable
+from taskq.domain.errors import ConfigurationError, StoreClosed, StoreTimeout, StoreUnavailable
 
 #: psycopg's pool and connection types (generic only to the type checker).
 Pool: TypeAlias = "AsyncConnectionPool[Any]"
@@ -209,18 +210,46 @@ async def getconn_alive(pool: Pool) -> Connection:
 
 
 async def _getconn(pool: Pool) -> Connection:
-    """``pool.getconn()`` bounded by ``POOL_ACQUIRE_TIMEOUT`` (or the pool's own, if shorter)."""
+    """``pool.getconn()`` bounded by ``POOL_ACQUIRE_TIMEOUT`` (or the pool's own, if shorter),
+    or, inside a call's budget, until the budget ends the wait (``PoolWaitTimeout``)."""
+    budget = active_budget()
+    if budget is not None:
+        budget.on_expiry = _pool_wait_error(pool)
+        try:
+            # Past the budget: the pool's own timeout would only say "couldn't get a connection".
+            bounded: Connection = await pool.getconn(
+                timeout=inner_wait_timeout(pg_driver.POOL_ACQUIRE_TIMEOUT)
+            )
+        finally:
+            budget.on_expiry = None
+        return bounded
     timeout = min(pool.timeout, pg_driver.POOL_ACQUIRE_TIMEOUT)  # read per call: tests shorten it
     try:
         conn: Connection = await pool.getconn(timeout=timeout)
     except PoolTimeout as exc:
-        stats = pool.get_stats()
-        full = stats.get("pool_available", 0) == 0 and stats.get("pool_size", 0) >= pool.max_size
-        # Connections that fail to open count in pool_size too: that is not exhaustion.
-        if full and not stats.get("connections_errors", 0):
+        if _exhausted(pool):
             raise pg_driver.PoolExhausted(pool.max_size, timeout) from exc
         raise
     return conn
+
+
+def _exhausted(pool: Pool) -> bool:
+    """Every connection of ``pool`` is open and lent out."""
+    stats = pool.get_stats()
+    full = stats.get("pool_available", 0) == 0 and stats.get("pool_size", 0) >= pool.max_size
+    # Connections that fail to open count in pool_size too: that is not exhaustion.
+    return full and not stats.get("connections_errors", 0)
+
+
+def _pool_wait_error(pool: Pool) -> Callable[[float], StoreTimeout]:
+    """What a call waiting for a connection of ``pool`` raises when its bound runs out."""
+
+    def error(bound: float) -> StoreTimeout:
+        if _exhausted(pool):
+            return pg_driver.PoolExhausted(pool.max_size, bound)
+        return pg_driver.pool_unreachable(bound, pool.max_size)
+
+    return error
 
 
 @asynccontextmanager
@@ -304,25 +333,47 @@ async def _to_the_end(op: Coroutine[Any, Any, None]) -> None:
 
 
 class PsycopgConnectionDriver(_Statements):
-    """Runs store queries on one connection; never closes it."""
+    """Runs store queries on one connection; never closes it.
 
-    def __init__(self, conn: Connection, queries: Mapping[str, NumberedQuery]) -> None:
+    ``call_timeout`` bounds each call (see ``postgres.call_budget``) without
+    touching the connection's own settings.
+    """
+
+    def __init__(
+        self,
+        conn: Connection,
+        queries: Mapping[str, NumberedQuery],
+        *,
+        call_timeout: float | None = None,
+    ) -> None:
         self._conn = conn
         self._queries = queries
+        self.call_timeout = call_timeout
 
     async def _run(self, query: str, params: Mapping[str, object]) -> list[dict[str, Any]]:
         q = self._queries[query]
+        if self.call_timeout is not None:
+            async with CallBudget(self.call_timeout):
+                with translated():
+                    return await _rows(self._conn, q.sql, q.positional(params))
         with translated():
             return await _rows(self._conn, q.sql, q.positional(params))
 
     async def copy_in(
         self, schema: str, table: str, columns: Sequence[str], data: Iterable[bytes]
     ) -> None:
-        with translated():
-            await _to_the_end(_copy_in(self._conn, schema, table, columns, data))
+        async with CallBudget(self.call_timeout):
+            with translated():
+                await _to_the_end(_copy_in(self._conn, schema, table, columns, data))
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Driver]:
+        """A savepoint inside the connection's transaction; a transaction when it has none."""
+        async with CallBudget(self.call_timeout), self._transaction() as tx:
+            yield tx
+
+    @asynccontextmanager
+    async def _transaction(self) -> AsyncIterator[Driver]:
         """A savepoint inside the connection's transaction; a transaction when it has none.
 
         On a connection that is not in autocommit a transaction is always
@@ -361,11 +412,18 @@ class PsycopgPoolDriver(_Statements):
     """
 
     def __init__(
-        self, pool: Callable[[], Awaitable[Pool]], queries: Mapping[str, NumberedQuery]
+        self,
+        pool: Callable[[], Awaitable[Pool]],
+        queries: Mapping[str, NumberedQuery],
+        *,
+        call_timeout: float | None = None,
     ) -> None:
         self._pool = pool
         self._queries = queries
         self._lane: Lane[tuple[Pool, Connection]] = Lane(self._release)
+        #: Each call's bound in seconds (``postgres.call_budget``); None: the worker's
+        #: own bounds apply (and ``POOL_ACQUIRE_TIMEOUT`` to a pool wait).
+        self.call_timeout = call_timeout
 
     @staticmethod
     async def _release(kept: tuple[Pool, Connection]) -> None:
@@ -374,6 +432,12 @@ class PsycopgPoolDriver(_Statements):
         await pool.putconn(conn)
 
     async def _run(self, query: str, params: Mapping[str, object]) -> list[dict[str, Any]]:
+        if self.call_timeout is not None:
+            async with CallBudget(self.call_timeout):
+                return await self._run_on_pool(query, params)
+        return await self._run_on_pool(query, params)
+
+    async def _run_on_pool(self, query: str, params: Mapping[str, object]) -> list[dict[str, Any]]:
         q = self._queries[query]
         args = q.positional(params)
         lane = self._lane
@@ -390,7 +454,8 @@ class PsycopgPoolDriver(_Statements):
     async def copy_in(
         self, schema: str, table: str, columns: Sequence[str], data: Iterable[bytes]
     ) -> None:
-        await self._on_connection(lambda conn: _copy_in(conn, schema, table, columns, data))
+        async with CallBudget(self.call_timeout):
+            await self._on_connection(lambda conn: _copy_in(conn, schema, table, columns, data))
 
     async def _on_connection(self, op: Callable[[Connection], Awaitable[Any]]) -> Any:
         """``op`` on the kept connection, else (it is in use) on one taken for it alone."""
@@ -426,10 +491,13 @@ class PsycopgPoolDriver(_Statements):
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Driver]:
-        pool = await self._pool()
-        with translated():
-            async with _lent(pool) as conn, conn.transaction():
-                yield PsycopgConnectionDriver(conn, self._queries)
+        async with CallBudget(self.call_timeout):
+            pool = await self._pool()
+            with translated():
+                async with _lent(pool) as conn, conn.transaction():
+                    yield PsycopgConnectionDriver(
+                        conn, self._queries, call_timeout=self.call_timeout
+                    )
 
 
 __all__ = [

@@ -42,6 +42,11 @@ class PsycopgQueueStore(PooledQueueStore[Pool]):
     a BEGIN/COMMIT per call) or a zero-argument async factory of an opened
     one (called once, lazily; TaskQ-owned). The composition root passes the settings'
     values; adapters never read them.
+
+    ``call_timeout`` (seconds; a client's ``TASKQ_CLIENT_CALL_TIMEOUT``) bounds
+    every call, :meth:`bound_to` enqueues included: it ends within that time with
+    a ``StoreTimeout`` saying what it waited for (``postgres.call_budget``). None,
+    a worker's store, leaves the bounds to the worker.
     """
 
     def __init__(
@@ -56,9 +61,11 @@ class PsycopgQueueStore(PooledQueueStore[Pool]):
         min_size: int = 1,
         max_size: int = 10,
         max_inactive_lifetime: float = 300.0,
+        call_timeout: float | None = None,
     ) -> None:
         schema = schema or Schema()
         self._queries = render_store_queries(schema)
+        self._call_timeout = call_timeout
         options = PoolOptions(
             min_size=min_size,
             max_size=max_size,
@@ -71,7 +78,7 @@ class PsycopgQueueStore(PooledQueueStore[Pool]):
             source,
             schema=schema,
             budgets=budgets,
-            driver=lambda pool: PsycopgPoolDriver(pool, self._queries),
+            driver=lambda pool: PsycopgPoolDriver(pool, self._queries, call_timeout=call_timeout),
             create_pool=lambda dsn: create_pool(dsn, options),
         )
 
@@ -86,7 +93,8 @@ class PsycopgQueueStore(PooledQueueStore[Pool]):
         ``TypeError``; one in pipeline mode ``ValueError``.
         """
         checked = caller_connection(conn)
-        return self._bound_enqueuer(PsycopgConnectionDriver(checked, self._queries), checked)
+        driver = PsycopgConnectionDriver(checked, self._queries, call_timeout=self._call_timeout)
+        return self._bound_enqueuer(driver, checked)
 
 
 if TYPE_CHECKING:

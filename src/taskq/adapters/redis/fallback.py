@@ -6,6 +6,11 @@ fallback. The two backends keep separate counters, so during an outage the
 limits hold per backend rather than across both; that over-admits at most
 one extra window's worth, which beats refusing all work. With the fallback
 disabled the error propagates and the caller fails closed.
+
+An outage is logged twice, not once per call: ``rate-limit-fallback``
+(WARNING) when the first call fails, ``rate-limit-fallback-ended`` (WARNING)
+when a call succeeds again, with how many calls the fallback answered
+meanwhile. Failures in between are logged at DEBUG.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import TypeVar
+from typing import Final, TypeVar
 
 from taskq.domain.errors import RateLimitUnavailable
 from taskq.ports.rate_limiter import RateDecision, RateLimiter, RatePermit, Reservation
@@ -22,6 +27,10 @@ from taskq.ports.rate_limiter import RateDecision, RateLimiter, RatePermit, Rese
 T = TypeVar("T")
 
 log = logging.getLogger("taskq.rate_limit")
+
+#: Logged once when the primary limiter starts failing, and once when it answers again.
+RATE_LIMIT_FALLBACK: Final = "rate-limit-fallback"
+RATE_LIMIT_FALLBACK_ENDED: Final = "rate-limit-fallback-ended"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -37,6 +46,40 @@ class FallbackRateLimiter:
         self._fallback = fallback
         self._enabled = enabled
         self.fallbacks = 0  # how many calls the fallback answered (observable in tests/metrics)
+        self._outage_fallbacks: int | None = None  # None: the primary answers
+
+    @property
+    def in_outage(self) -> bool:
+        """Whether the primary's last call failed (the fallback answers meanwhile)."""
+        return self._outage_fallbacks is not None
+
+    def _primary_failed(self, what: str, exc: RateLimitUnavailable) -> None:
+        """One warning per outage: at its first failure (the rest are DEBUG)."""
+        if self._outage_fallbacks is None:
+            self._outage_fallbacks = 0
+            log.warning(
+                RATE_LIMIT_FALLBACK,
+                extra={
+                    "operation": what,
+                    "error": str(exc),
+                    "fallback": "enabled" if self._enabled else "disabled: calls fail closed",
+                },
+            )
+        else:
+            log.debug(RATE_LIMIT_FALLBACK, extra={"operation": what, "error": str(exc)})
+
+    def _primary_answered(self, what: str) -> None:
+        if self._outage_fallbacks is not None:
+            answered, self._outage_fallbacks = self._outage_fallbacks, None
+            log.warning(
+                RATE_LIMIT_FALLBACK_ENDED,
+                extra={"operation": what, "fallback_calls": answered},
+            )
+
+    def _fell_back(self) -> None:
+        self.fallbacks += 1
+        if self._outage_fallbacks is not None:
+            self._outage_fallbacks += 1
 
     async def _call(
         self,
@@ -45,13 +88,15 @@ class FallbackRateLimiter:
         fallback: Callable[[], Awaitable[T]],
     ) -> T:
         try:
-            return await primary()
+            result = await primary()
         except RateLimitUnavailable as exc:
+            self._primary_failed(what, exc)
             if not self._enabled:
                 raise
-            self.fallbacks += 1
-            log.warning("rate-limit-fallback", extra={"operation": what, "error": str(exc)})
+            self._fell_back()
             return await fallback()
+        self._primary_answered(what)
+        return result
 
     async def acquire_rate(
         self, key: str, *, limit: int, window: timedelta, now: datetime | None = None
@@ -81,6 +126,7 @@ class FallbackRateLimiter:
             await self._fallback.refund_rate(plain)
         else:
             await self._primary.refund_rate(permit)
+            self._primary_answered("refund_rate")
 
     async def reserve(
         self,
@@ -105,9 +151,12 @@ class FallbackRateLimiter:
         # A reservation may come from either backend; releasing on both is idempotent.
         try:
             await self._primary.release(reservation)
-        except RateLimitUnavailable:
+        except RateLimitUnavailable as exc:
+            self._primary_failed("release", exc)
             if not self._enabled:
                 raise
+        else:
+            self._primary_answered("release")
         if self._enabled:
             await self._fallback.release(reservation)
 
@@ -115,9 +164,12 @@ class FallbackRateLimiter:
         total = 0
         try:
             total += await self._primary.extend(holder, lease=lease, now=now)
-        except RateLimitUnavailable:
+        except RateLimitUnavailable as exc:
+            self._primary_failed("extend", exc)
             if not self._enabled:
                 raise
+        else:
+            self._primary_answered("extend")
         if self._enabled:
             total += await self._fallback.extend(holder, lease=lease, now=now)
         return total

@@ -31,9 +31,11 @@ from typing import Final
 from taskq.app.worker import events
 from taskq.app.worker.state import ActiveJob, WorkerState
 from taskq.app.worker.waiting import wait_event, with_timeout
+from taskq.app.worker.watchdog import dump_tasks_on_request
 from taskq.domain.cancel import GracePeriods
 from taskq.domain.errors import LeaseLost, TaskQError
 from taskq.domain.shutdown import (
+    HARD_EXIT_CODE,
     AbandonComplete,
     DrainComplete,
     DrainLocalQueueToPending,
@@ -77,6 +79,8 @@ class ShutdownOrchestrator:
         )
         self._hard_exit = hard_exit
         self._requests: deque[str] = deque()
+        # The phase each pending request arrived in, for its log record.
+        self._received_in: deque[ShutdownPhase] = deque()
         self._requested = asyncio.Event()
 
     def __repr__(self) -> str:
@@ -87,10 +91,14 @@ class ShutdownOrchestrator:
         return self.machine.phase
 
     def request(self, reason: str = "SIGTERM") -> None:
-        """A shutdown signal (SIGTERM, SIGINT, until-idle, a test). Call on the loop."""
+        """A shutdown signal (SIGTERM, SIGINT, until-idle, a test). Call on the loop.
+
+        It is applied in order by :meth:`run`; ``shutdown-signal`` is logged
+        then, saying what it did (see :func:`_signal_effect`).
+        """
         if self.state.shutdown_started_at is None:
             self.state.shutdown_started_at = self.state.clock.monotonic()
-        events.emit(events.SHUTDOWN_SIGNAL, signal=reason)
+        self._received_in.append(self.machine.phase)
         self._requests.append(reason)
         self._requested.set()
 
@@ -118,11 +126,30 @@ class ShutdownOrchestrator:
 
     async def _feed(self, event: ShutdownEvent) -> None:
         before = self.machine.phase
+        counted = self.machine.signals
         self.machine, actions = transition(self.machine, event, self.state.clock.monotonic())
+        if isinstance(event, Signal):
+            received_in = self._received_in.popleft() if self._received_in else before
+            did, effect = _signal_effect(
+                before, self.machine, counted=counted, received_in=received_in, actions=actions
+            )
+            events.emit(
+                events.SHUTDOWN_SIGNAL,
+                signal=event.name,
+                signum=_signum(event.name),
+                count=self.machine.signals,
+                received_during=received_in.name,
+                applied_during=before.name,
+                phase=self.machine.phase.name,
+                action=did,
+                effect=effect,
+            )
         if self.machine.phase is not before:
             events.emit(
                 events.SHUTDOWN_PHASE,
                 phase=self.machine.phase.name,
+                previous=before.name,
+                cause=_phase_cause(event, before, self.machine),
                 in_flight=self.state.active.busy,
                 signals=self.machine.signals,
             )
@@ -251,18 +278,26 @@ class ShutdownOrchestrator:
 
 
 def install_signal_handlers(orchestrator: ShutdownOrchestrator) -> Callable[[], None]:
-    """Route SIGTERM, SIGINT and SIGHUP to the orchestrator; returns the undo function.
+    """Route SIGTERM, SIGINT and SIGHUP to the orchestrator, SIGUSR2 to the task dump;
+    returns the undo function.
 
     SIGHUP (the terminal or SSH session went away) shuts down gracefully too:
-    its default action would kill the worker with no cleanup. Where the loop
+    its default action would kill the worker with no cleanup. SIGUSR2, whose
+    default action kills the process as well, logs ``worker-task-dump`` (every
+    asyncio task and its await site) and the worker goes on. Where the loop
     cannot take signal handlers (Windows, a non-main thread) nothing is installed.
     """
     loop = asyncio.get_running_loop()
     installed: list[signal.Signals] = []
     hup = [signal.SIGHUP] if hasattr(signal, "SIGHUP") else []
-    for sig in (signal.SIGTERM, signal.SIGINT, *hup):
+    handlers: list[tuple[signal.Signals, Callable[[str], None]]] = [
+        (sig, orchestrator.request) for sig in (signal.SIGTERM, signal.SIGINT, *hup)
+    ]
+    if hasattr(signal, "SIGUSR2"):
+        handlers.append((signal.SIGUSR2, dump_tasks_on_request))
+    for sig, handler in handlers:
         try:
-            loop.add_signal_handler(sig, orchestrator.request, sig.name)
+            loop.add_signal_handler(sig, handler, sig.name)
         except (NotImplementedError, RuntimeError, ValueError):
             continue
         installed.append(sig)
@@ -272,6 +307,83 @@ def install_signal_handlers(orchestrator: ShutdownOrchestrator) -> Callable[[], 
             loop.remove_signal_handler(sig)
 
     return remove
+
+
+def _signum(name: str) -> int | None:
+    """The number of the signal called ``name`` (None for a request that is no signal,
+    such as until-idle's)."""
+    try:
+        return int(signal.Signals[name])
+    except KeyError:
+        return None
+
+
+def _signal_effect(
+    before: ShutdownPhase,
+    after: ShutdownState,
+    *,
+    counted: int,
+    received_in: ShutdownPhase,
+    actions: tuple[ShutdownAction, ...],
+) -> tuple[str, str]:
+    """What a signal did, as a short ``action`` and a sentence, from the machine's
+    transition (the domain's rules: see :mod:`taskq.domain.shutdown`)."""
+    if any(isinstance(a, HardExit) for a in actions):
+        return "hard-exit", (
+            f"signal {after.signals}: the worker exits at once with code "
+            f"{HARD_EXIT_CODE}, without finishing the shutdown"
+        )
+    if after.signals == counted:
+        if after.hard_exited:
+            return "ignored", "ignored: the worker is already exiting"
+        return "ignored", "ignored: the shutdown has already ended"
+    if before is ShutdownPhase.NONE:
+        return "start", "graceful shutdown started: DRAINING (no more claims)"
+    then_forcing = (
+        "the rest of the cooperative wait is skipped: FORCING now"
+        if after.phase is ShutdownPhase.FORCING
+        else f"the shutdown is now {after.phase.name}"
+    )
+    if before is ShutdownPhase.DRAINING:
+        return "remembered", (
+            "remembered: the drain finishes first, then the shutdown goes straight "
+            "to FORCING; a third signal exits at once"
+        )
+    if before is ShutdownPhase.CANCELLING:
+        if received_in in (ShutdownPhase.NONE, ShutdownPhase.DRAINING):
+            return "forcing", (
+                f"arrived while the drain ran and applied once it finished: {then_forcing}"
+            )
+        return "forcing", then_forcing
+    return "counted", (
+        f"counted only: the shutdown is already {before.name} and goes on as it was; "
+        "a third signal exits at once"
+    )
+
+
+def _phase_cause(event: ShutdownEvent, before: ShutdownPhase, after: ShutdownState) -> str:
+    """Why the machine moved from ``before`` to ``after.phase`` on ``event``."""
+    phase = after.phase
+    if isinstance(event, Signal):
+        if before is ShutdownPhase.NONE:
+            return "first signal"
+        if before is ShutdownPhase.CANCELLING:
+            return "second signal"
+    if isinstance(event, DrainComplete):
+        if phase is ShutdownPhase.DONE:
+            return "drain finished with no job in flight"
+        if phase is ShutdownPhase.FORCING and after.signals >= 2:
+            return "drain finished; a second signal came during it"
+        return "drain finished with jobs in flight"
+    if isinstance(event, JobsInFlight) and phase is ShutdownPhase.DONE:
+        return "no job in flight"
+    if isinstance(event, AbandonComplete):
+        return "abandon writes done"
+    if phase is ShutdownPhase.FORCING:
+        return "cancellation grace elapsed"
+    if phase is ShutdownPhase.ABANDONING:
+        return "cleanup grace elapsed"
+    return type(event).__name__
 
 
 async def _mark_unwritten(state: WorkerState) -> bool:

@@ -12,6 +12,8 @@
 A trip logs ``worker-watchdog-trip`` at CRITICAL (labelled by detector),
 dumps every live asyncio task (name, coroutine, await-site frames; never
 locals), flushes, and calls ``os._exit(2)`` with no further awaits.
+:func:`dump_tasks_on_request` writes the same dump on demand (SIGUSR2) and
+the worker goes on.
 """
 
 from __future__ import annotations
@@ -39,12 +41,45 @@ from taskq.domain.watchdog import (
 
 TripHook = Callable[[Trip], None]
 
-#: Frames per task in a dump: enough to see the await site, bounded for huge stacks.
-_DUMP_FRAMES: Final = 8
+#: Frames per task in a dump: the whole await chain, bounded for very deep ones.
+_DUMP_FRAMES: Final = 16
+#: Outermost frames kept when a chain is longer (the rest are its innermost: the await site).
+_DUMP_OUTER_FRAMES: Final = 2
+
+
+def _await_chain(coro: object) -> list[str]:
+    """``file:line in function`` of each coroutine ``coro`` is suspended in, outermost first.
+
+    ``Task.get_stack`` gives only the task's own frame for a suspended coroutine;
+    following ``cr_await`` (``gi_yieldfrom`` for generator-based ones) down to the
+    innermost coroutine shows where the task actually waits. Frames only: never
+    a local or an argument.
+    """
+    frames: list[str] = []
+    seen: set[int] = set()
+    current: object = coro
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        frame = getattr(current, "cr_frame", None) or getattr(current, "gi_frame", None)
+        if frame is None:
+            frame = getattr(current, "ag_frame", None)
+        if frame is not None:
+            frames.append(f"{frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_name}")
+        current = (
+            getattr(current, "cr_await", None)
+            or getattr(current, "gi_yieldfrom", None)
+            or getattr(current, "ag_await", None)
+        )
+    if len(frames) > _DUMP_FRAMES:
+        inner = _DUMP_FRAMES - _DUMP_OUTER_FRAMES
+        skipped = len(frames) - _DUMP_FRAMES
+        frames = [*frames[:_DUMP_OUTER_FRAMES], f"... {skipped} frames ...", *frames[-inner:]]
+    return frames
 
 
 def task_dump(loop: asyncio.AbstractEventLoop | None = None) -> list[dict[str, object]]:
-    """Every live task of ``loop`` (default: the running one): name, coroutine, frames."""
+    """Every live task of ``loop`` (default: the running one): its name, its coroutine,
+    and the frames of its await chain (outermost first, down to where it waits)."""
     try:
         tasks = asyncio.all_tasks(loop)
     except RuntimeError:
@@ -52,10 +87,12 @@ def task_dump(loop: asyncio.AbstractEventLoop | None = None) -> list[dict[str, o
     dump: list[dict[str, object]] = []
     for task in sorted(tasks, key=lambda t: t.get_name()):
         coro = task.get_coro()
-        frames = [
-            f"{frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_name}"
-            for frame in task.get_stack(limit=_DUMP_FRAMES)
-        ]
+        frames = _await_chain(coro)
+        if not frames:  # a running task (the dump's own caller), or one already done
+            frames = [
+                f"{frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_name}"
+                for frame in task.get_stack(limit=_DUMP_FRAMES)
+            ]
         dump.append(
             {
                 "name": task.get_name(),
@@ -75,7 +112,20 @@ def report_trip(trip: Trip, loop: asyncio.AbstractEventLoop | None = None) -> No
         reason=trip.reason,
         exit_code=trip.exit_code,
     )
-    events.emit(events.WORKER_TASK_DUMP, logging.CRITICAL, tasks=task_dump(loop))
+    events.emit(
+        events.WORKER_TASK_DUMP, logging.CRITICAL, trigger="watchdog-trip", tasks=task_dump(loop)
+    )
+    events.flush_logs()
+
+
+def dump_tasks_on_request(trigger: str = "SIGUSR2") -> None:
+    """The on-demand dump: every live task of the running loop, logged and flushed.
+
+    Called on the loop (a signal handler's callback), so the tasks it lists are
+    all suspended at their await sites. WARNING, so the default log level shows
+    what an operator asked for; nothing else happens, the worker goes on.
+    """
+    events.emit(events.WORKER_TASK_DUMP, logging.WARNING, trigger=trigger, tasks=task_dump())
     events.flush_logs()
 
 

@@ -2,8 +2,11 @@
 
 -- name: request_cancel
 -- One statement: a waiting job is cancelled at once, a running one gets phase COOPERATIVE once; a finished one is only read.
+-- :lock_timeout (text, NULL = leave as is) is set transaction-locally before the row is locked: the update reads req first.
 WITH req AS MATERIALIZED (
-    SELECT coalesce(:now::timestamptz, now()) AS now
+    SELECT coalesce(:now::timestamptz, now()) AS now,
+           CASE WHEN :lock_timeout::text IS NOT NULL
+                THEN set_config('lock_timeout', :lock_timeout::text, true) END AS lock_timeout
 ),
 changed AS (
     UPDATE {schema}.jobs j

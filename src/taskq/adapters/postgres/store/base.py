@@ -36,10 +36,41 @@ class LockBudgets:
 
 def budget_lock_timeout(budget_ms: float, driver: object) -> str:
     """``lock_timeout`` for ``budget_ms`` on ``driver``, kept below half of the driver's
-    client-side ``command_timeout`` when it has one (only asyncpg's do)."""
+    client-side bound: its ``command_timeout`` (only asyncpg's have one) and its
+    ``call_timeout`` (a client's, see ``postgres.call_budget``), whichever is shorter.
+
+    Under a call bound a budget of 0 or less (no budget of its own) becomes half
+    the bound too: the call cannot wait longer anyway, and the server's verdict
+    names the lock where the client's deadline could not.
+    """
+    return lock_timeout_text(_budget_ms(budget_ms, driver))
+
+
+def _budget_ms(budget_ms: float, driver: object) -> float:
     timeout = getattr(driver, "command_timeout", None)
     bound = timeout if isinstance(timeout, int | float) else None
-    return lock_timeout_text(bounded_lock_budget_ms(budget_ms, bound))
+    call = call_timeout_of(driver)
+    if call is not None:
+        bound = call if bound is None or bound <= 0 else min(bound, call)
+        if budget_ms <= 0:
+            budget_ms = call * 1000.0  # clamped to its share below
+    return bounded_lock_budget_ms(budget_ms, bound)
+
+
+def call_timeout_of(driver: object) -> float | None:
+    """The driver's per-call bound in seconds (``call_timeout``), if it has one."""
+    call = getattr(driver, "call_timeout", None)
+    return float(call) if isinstance(call, int | float) and call > 0 else None
+
+
+def call_lock_wait(driver: object) -> tuple[str | None, float | None]:
+    """The ``lock_timeout`` a statement that may wait on a row lock sets under the
+    driver's call bound, and that wait in seconds; ``(None, None)`` without a bound
+    (the session's own ``lock_timeout`` stands)."""
+    if call_timeout_of(driver) is None:
+        return None, None
+    wait_ms = _budget_ms(0.0, driver)
+    return lock_timeout_text(wait_ms), wait_ms / 1000.0
 
 
 def lock_timeout_text(budget_ms: float) -> str:
@@ -117,5 +148,7 @@ __all__ = [
     "LockBudgets",
     "StoreCore",
     "budget_lock_timeout",
+    "call_lock_wait",
+    "call_timeout_of",
     "lock_timeout_text",
 ]

@@ -35,13 +35,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
 from operator import attrgetter
 from typing import Any, Final, cast
 
+from taskq.adapters.postgres.call_budget import CallBudget, active_budget
 from taskq.adapters.postgres.driver import (
     Driver,
     LockTimeout,
@@ -54,6 +56,7 @@ from taskq.adapters.postgres.store.base import (
     CONFLICT_RETRIES,
     LockBudgets,
     budget_lock_timeout,
+    call_timeout_of,
 )
 from taskq.adapters.postgres.store.enqueue_copy import copy_chunks, plan_copy
 from taskq.adapters.postgres.store.rows import (
@@ -68,6 +71,7 @@ from taskq.domain.errors import (
     IdempotencyKeyLockTimeoutError,
     MaxPendingExceeded,
     MaxPendingLockTimeoutError,
+    StoreTimeout,
     StoreUnavailable,
     UniqueForLockTimeoutError,
 )
@@ -677,8 +681,36 @@ class BoundEnqueuer:
     async def enqueue_many(
         self, jobs: Sequence[NewJob], *, now: datetime | None = None
     ) -> list[EnqueueResult]:
-        async with self._lock:
+        # Under the driver's call bound, the wait for the connection's turn counts too.
+        async with CallBudget(call_timeout_of(self._driver)), _turn(self._lock):
             return await self._enqueuer.enqueue_many(self._driver, jobs, now, bound=True)
+
+
+@asynccontextmanager
+async def _turn(lock: asyncio.Lock) -> AsyncIterator[None]:
+    """``lock``, waited for as the caller's connection's turn (what a call that runs out
+    of time waiting for it says it waited for)."""
+    budget = active_budget()
+    if budget is not None:
+        budget.on_expiry = _turn_error
+    try:
+        await lock.acquire()
+    finally:
+        if budget is not None:
+            budget.on_expiry = None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def _turn_error(bound: float) -> StoreTimeout:
+    return StoreTimeout(
+        f"gave up after {bound:g} s waiting for a turn on the connection passed as "
+        "connection=: another TaskQ call on it had not finished",
+        waited_for="its turn on the caller's connection",
+        timeout=bound,
+    )
 
 
 __all__ = ["COPY_MIN_JOBS", "BoundEnqueuer", "Enqueuer"]

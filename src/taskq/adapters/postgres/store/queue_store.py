@@ -6,10 +6,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from taskq.adapters.postgres.call_budget import CallBudget
 from taskq.adapters.postgres.driver import Driver
 from taskq.adapters.postgres.schema import Schema
 from taskq.adapters.postgres.store.actor_config import ActorConfigOps
-from taskq.adapters.postgres.store.base import LockBudgets
+from taskq.adapters.postgres.store.base import LockBudgets, call_timeout_of
 from taskq.adapters.postgres.store.cancel import CancelOps
 from taskq.adapters.postgres.store.claim import ClaimOps
 from taskq.adapters.postgres.store.connection_locks import connection_lock
@@ -73,6 +74,7 @@ class PostgresQueueStore(
         on_close: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         super().__init__(driver, schema=schema, budgets=budgets, on_close=on_close)
+        self._driver_call_timeout = call_timeout_of(driver)
         self._wake_gate = WakeGate(self._send_wake)
         self._enqueuer = Enqueuer(schema, self._budgets, self._wake_gate)
 
@@ -101,14 +103,20 @@ class PostgresQueueStore(
     async def enqueue(self, job: NewJob, *, now: datetime | None = None) -> EnqueueResult:
         self._begin(now)
         check_new_job(job)
-        return await self._enqueuer.enqueue_one(self._driver, job, now)
+        call_timeout = self._driver_call_timeout
+        if call_timeout is None:
+            return await self._enqueuer.enqueue_one(self._driver, job, now)
+        # One bound for the whole call, however many statements (retries) it runs.
+        async with CallBudget(call_timeout):
+            return await self._enqueuer.enqueue_one(self._driver, job, now)
 
     async def enqueue_many(
         self, jobs: Sequence[NewJob], *, now: datetime | None = None
     ) -> list[EnqueueResult]:
         self._begin(now)
         check_new_jobs(jobs)  # no statement the server would refuse (JSON: the server checks)
-        return await self._enqueuer.enqueue_many(self._driver, jobs, now, bound=False)
+        async with CallBudget(self._driver_call_timeout):
+            return await self._enqueuer.enqueue_many(self._driver, jobs, now, bound=False)
 
     def _bound_enqueuer(self, driver: Driver, connection: object) -> BoundEnqueuer:
         """A JobEnqueuer running on ``driver`` (on ``connection``, caller-owned: the driver's
