@@ -405,6 +405,7 @@ _CLAIM_LITERALS: Final = {
     "queue": f"'{noop_actors.QUEUE}'",
     "actors": f"ARRAY['{noop_actors.noop.name}']",
     "limit": "16",
+    "start_now": "16",
     "worker_id": "'plan-check'",
     "lease": "interval '60 seconds'",
     "is_leader": "false",

@@ -62,10 +62,17 @@ async def claim(
     limit: int = 100,
     lease: timedelta = LEASE,
     now: datetime = EPOCH,
+    start_now: int = 0,
 ) -> list[ClaimedJob]:
-    """Claim with the suite's defaults."""
+    """Claim with the suite's defaults (unstarted, as jobs claimed ahead of the consumers)."""
     request = ClaimRequest(
-        worker_id=worker, queues=queues, actors=actors, limit=limit, lease=lease, now=now
+        worker_id=worker,
+        queues=queues,
+        actors=actors,
+        limit=limit,
+        lease=lease,
+        now=now,
+        start_now=start_now,
     )
     return await store.claim(request)
 
@@ -84,12 +91,23 @@ async def enqueue_and_claim(
     worker: str = "w1",
     now: datetime = EPOCH,
     lease: timedelta = LEASE,
+    started: bool = True,
 ) -> ClaimedJob:
-    """Enqueue one job and claim it; no other due job of its actor and queue may be waiting."""
+    """Enqueue one job and claim it; no other due job of its actor and queue may be waiting.
+
+    ``started`` (the default): claimed for a waiting consumer, so marked started, as a
+    job its worker runs; otherwise claimed ahead, never started.
+    """
     job = job or new_job()
     job_id = await enqueue(store, job, now=now)
     claimed = await claim_one(
-        store, worker=worker, now=now, lease=lease, queues=[job.queue], actors=[job.actor]
+        store,
+        worker=worker,
+        now=now,
+        lease=lease,
+        queues=[job.queue],
+        actors=[job.actor],
+        start_now=1 if started else 0,
     )
     assert claimed.id == job_id
     return claimed

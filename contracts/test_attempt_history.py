@@ -53,8 +53,8 @@ async def test_reschedules_record_retried_snoozed_and_released(harness: Harness)
     assert await _outcomes(harness, claimed.id) == ["retried", "snoozed", "released"]
 
 
-async def test_sweeps_record_lease_expired_and_heartbeat_lost(harness: Harness) -> None:
-    """A reclaimed lease records "lease_expired"; an isolated worker's job "heartbeat_lost"."""
+async def test_sweeps_record_lease_expired_and_interrupted(harness: Harness) -> None:
+    """A reclaimed lease records "lease_expired"; an isolated worker's job "interrupted"."""
     store = harness.store
     expired = await enqueue_and_claim(store, new_job(actor="x"))
     await store.reclaim_expired(now=at(0) + LEASE + timedelta(seconds=1))
@@ -65,14 +65,14 @@ async def test_sweeps_record_lease_expired_and_heartbeat_lost(harness: Harness) 
     await store.isolate_worker(
         Isolation(worker_id="w9", retryable_actors=["y"], retry_at=at(5), now=at(1))
     )
-    assert await _outcomes(harness, isolated.id) == ["heartbeat_lost"]
+    assert await _outcomes(harness, isolated.id) == ["interrupted"]
 
 
 async def test_a_failed_attempt_keeps_its_traceback_and_its_start(harness: Harness) -> None:
     """A failed terminal write stores the traceback with the attempt; the history returns it
     with the attempt's start (its start mark) and end."""
     store = harness.store
-    claimed = await enqueue_and_claim(store)
+    claimed = await enqueue_and_claim(store, started=False)
     await store.mark_started([claimed.lease], now=at(1))
     await store.finish(
         Finish(
@@ -98,7 +98,7 @@ async def test_a_retried_attempt_keeps_its_traceback(harness: Harness) -> None:
     """A retry stores the traceback with its attempt; the start it fills from started_ago
     (no start mark landed) is the attempt's start; a snooze and a release keep none."""
     store = harness.store
-    claimed = await enqueue_and_claim(store)
+    claimed = await enqueue_and_claim(store, started=False)
     await store.reschedule(
         Reschedule(
             lease=claimed.lease,
@@ -124,7 +124,7 @@ async def test_a_retried_attempt_keeps_its_traceback(harness: Harness) -> None:
 async def test_a_succeeded_attempt_has_its_start_and_no_traceback(harness: Harness) -> None:
     """The success at the end of a history has its worker, start and end, and no error."""
     store = harness.store
-    claimed = await enqueue_and_claim(store)
+    claimed = await enqueue_and_claim(store, started=False)
     await store.mark_started([claimed.lease], now=at(2))
     await store.finish(Finish(lease=claimed.lease, status=JobStatus.SUCCEEDED, now=at(4)))
     [record] = await store.attempts(claimed.id)

@@ -56,7 +56,7 @@ async def test_cancel_of_a_running_job_asks_cooperatively(harness: Harness) -> N
             lease=claimed.lease,
             cancel_phase=CancelPhase.COOPERATIVE,
             cancel_requested_at=at(5),
-            started=False,
+            started=True,
         ),
     )
 

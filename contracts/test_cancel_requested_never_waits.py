@@ -2,8 +2,9 @@
 
 A cancel accepted for a running job (cancel_phase COOPERATIVE) is acted on by
 the owner's heartbeat; an attempt that ends first in a retry, a snooze, a
-RetryAfter, a release, a drain, a reclaim or an isolation must not put the
-job back in line, where nothing acts on the request and it would run again.
+RetryAfter, a release, a drain, a reclaim, an isolation or an interruption must
+not put the job back in line, where nothing acts on the request and it would run
+again, nor end it any other way than cancelled.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from contracts.helpers import LEASE, TICK, at, claim, enqueue_and_claim, get, ne
 from taskq.domain.job import ClaimedJob
 from taskq.domain.status import JobStatus
 from taskq.ports.queue_store import QueueStore
-from taskq.ports.store_params import Isolation, ReclaimReport, Reschedule
+from taskq.ports.store_params import Interruption, Isolation, ReclaimReport, Reschedule
 
 _Path = Callable[[QueueStore, ClaimedJob, datetime], Awaitable[None]]
 
@@ -54,25 +55,52 @@ async def _isolate(store: QueueStore, job: ClaimedJob, now: datetime) -> None:
     assert await store.isolate_worker(request) == [job.id]
 
 
-PATHS: dict[str, _Path] = {
-    "retry later": _retry_later,
-    "retry due now": _retry_now,
-    "snooze": _snooze,
-    "retry after": _retry_after,
-    "release": _release,
-    "drain": _drain,
-    "isolate": _isolate,
+async def _isolate_not_retryable(store: QueueStore, job: ClaimedJob, now: datetime) -> None:
+    request = Isolation(worker_id="w1", retryable_actors=[], retry_at=now, now=now)
+    assert await store.isolate_worker(request) == [job.id]
+
+
+async def _interrupt(store: QueueStore, job: ClaimedJob, now: datetime) -> None:
+    await store.interrupt(
+        Interruption(
+            lease=job.lease, retryable=True, run_at=now, error_class="X", error="x", now=now
+        )
+    )
+
+
+async def _interrupt_not_retryable(store: QueueStore, job: ClaimedJob, now: datetime) -> None:
+    await store.interrupt(
+        Interruption(
+            lease=job.lease, retryable=False, run_at=now, error_class="X", error="x", now=now
+        )
+    )
+
+
+#: Each path, and whether the job it acts on had started (a drain takes only unstarted ones).
+PATHS: dict[str, tuple[_Path, bool]] = {
+    "retry later": (_retry_later, True),
+    "retry due now": (_retry_now, True),
+    "snooze": (_snooze, True),
+    "retry after": (_retry_after, True),
+    "release": (_release, True),
+    "drain": (_drain, False),
+    "isolate": (_isolate, True),
+    "isolate unstarted": (_isolate, False),
+    "isolate not retryable": (_isolate_not_retryable, True),
+    "interrupt": (_interrupt, True),
+    "interrupt not retryable": (_interrupt_not_retryable, True),
 }
 
 
-@pytest.mark.parametrize("path", PATHS.values(), ids=PATHS.keys())
+@pytest.mark.parametrize(("path", "started"), PATHS.values(), ids=PATHS.keys())
 async def test_a_cancel_requested_job_ends_cancelled_instead_of_waiting(
-    harness: Harness, path: _Path
+    harness: Harness, path: _Path, started: bool
 ) -> None:
-    """Each owner write or sweep that would re-wait the job makes it cancelled, finished now."""
+    """Each owner write or sweep that would re-wait or otherwise end the job makes it
+    cancelled, finished now."""
     store = harness.store
     await register(store, "w1")
-    claimed = await enqueue_and_claim(store, new_job(max_attempts=5))
+    claimed = await enqueue_and_claim(store, new_job(max_attempts=5), started=started)
     assert await store.request_cancel(claimed.id, now=at(2)) is JobStatus.RUNNING
     await path(store, claimed, at(3))
     got = await get(store, claimed.id)
@@ -93,6 +121,21 @@ async def test_an_expired_lease_of_a_cancel_requested_job_ends_cancelled(harness
     assert (got.status, got.finished_at) == (JobStatus.CANCELLED, now)
     assert [r.outcome for r in await store.attempts(claimed.id)] == ["lease_expired"]
     assert await claim(store, now=now) == []
+
+
+async def test_an_expired_lease_of_an_unstarted_cancel_requested_job_ends_cancelled(
+    harness: Harness,
+) -> None:
+    """A claimed-ahead job whose cancel was requested ends cancelled at reclaim, no attempt
+    recorded (it never ran)."""
+    store = harness.store
+    claimed = await enqueue_and_claim(store, new_job(max_attempts=5), started=False)
+    await store.request_cancel(claimed.id, now=at(2))
+    now = at(0) + LEASE + TICK
+    report = await store.reclaim_expired(now=now)
+    assert report == ReclaimReport(cancelled=(claimed.id,), unstarted=(claimed.id,))
+    assert (await get(store, claimed.id)).status is JobStatus.CANCELLED
+    assert await store.attempts(claimed.id) == []
 
 
 async def test_a_job_without_a_cancel_request_still_waits_again(harness: Harness) -> None:

@@ -17,7 +17,7 @@ from taskq.ports.store_params import CapacityUpdate, Finish
 async def test_success_writes_result_finished_at_and_attempt(harness: Harness) -> None:
     """A succeeded finish stores the result and finished_at and records the attempt."""
     store = harness.store
-    claimed = await enqueue_and_claim(store)
+    claimed = await enqueue_and_claim(store, started=False)
     await store.mark_started([claimed.lease], now=at(1))
     await store.finish(
         Finish(lease=claimed.lease, status=JobStatus.SUCCEEDED, result={"ok": [1, 2]}, now=at(7))
@@ -261,7 +261,9 @@ async def test_finish_many_keeps_each_writes_own_fields(harness: Harness) -> Non
     """In one batch, fields only some writes set (an error, a result, started_ago, a
     TTL) land on those jobs alone: the others keep their columns empty."""
     store = harness.store
-    ok, bad, gone = [await enqueue_and_claim(store, new_job(payload={"i": i})) for i in range(3)]
+    ok, bad, gone = [
+        await enqueue_and_claim(store, new_job(payload={"i": i}), started=False) for i in range(3)
+    ]
     lost = await store.finish_many(
         [
             Finish(lease=ok.lease, status=JobStatus.SUCCEEDED, now=at(10)),

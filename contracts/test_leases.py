@@ -72,7 +72,7 @@ async def test_claim_marks_the_job_running_under_a_lease(harness: Harness) -> No
 async def test_mark_started_records_started_at(harness: Harness) -> None:
     """mark_started stamps started_at on owned jobs and reports no lost leases."""
     store = harness.store
-    claimed = await enqueue_and_claim(store)
+    claimed = await enqueue_and_claim(store, started=False)
     assert await store.mark_started([claimed.lease], now=at(3)) == []
     got = await get(store, claimed.id)
     assert got.started_at == at(3)
@@ -82,8 +82,8 @@ async def test_mark_started_records_started_at(harness: Harness) -> None:
 async def test_mark_started_returns_leases_no_longer_held(harness: Harness) -> None:
     """mark_started returns exactly the leases no longer held and leaves those jobs alone."""
     store = harness.store
-    kept = await enqueue_and_claim(store, lease=timedelta(seconds=100))
-    lost = await enqueue_and_claim(store, lease=timedelta(seconds=10))
+    kept = await enqueue_and_claim(store, lease=timedelta(seconds=100), started=False)
+    lost = await enqueue_and_claim(store, lease=timedelta(seconds=10), started=False)
     await store.reclaim_expired(now=at(11))
     returned = await store.mark_started([kept.lease, lost.lease], now=at(12))
     assert returned == [lost.lease]
@@ -138,12 +138,78 @@ async def test_expired_lease_crashes_when_attempts_are_used_up(harness: Harness)
     assert await claim(store, now=now) == []
 
 
+async def test_an_expired_unstarted_job_waits_again_with_its_attempt_kept(
+    harness: Harness,
+) -> None:
+    """A claimed-ahead job whose worker died before starting it is re-pended where it was in
+    line, its attempt refunded and no attempt recorded: it never ran."""
+    store = harness.store
+    claimed = await enqueue_and_claim(store, new_job(max_attempts=3), started=False)
+    report = await store.reclaim_expired(now=claimed.lock_expires_at + TICK)
+    assert report == ReclaimReport(repended=(claimed.id,), unstarted=(claimed.id,))
+    got = await get(store, claimed.id)
+    assert (got.status, got.attempt, got.scheduled_at, got.started_at) == (
+        JobStatus.PENDING,
+        0,
+        at(0),
+        None,
+    )
+    assert await store.attempts(claimed.id) == []
+    assert got.metadata == {"reclaimed_unstarted": 1}
+    again = await claim_one(store, worker="w2", now=at(100))
+    assert (again.attempt, again.reclaimed_unstarted) == (1, 1)
+
+
+async def test_an_expired_unstarted_job_on_its_last_attempt_is_not_crashed(
+    harness: Harness,
+) -> None:
+    """max_attempts 1 (a non-retryable job): never started, it is re-pended, not crashed;
+    started, its expiry crashes it, so it never runs twice."""
+    store = harness.store
+    unstarted = await enqueue_and_claim(store, new_job("a", max_attempts=1), started=False)
+    started = await enqueue_and_claim(store, new_job("b", max_attempts=1))
+    report = await store.reclaim_expired(now=at(0) + LEASE + TICK)
+    assert report == ReclaimReport(
+        repended=(unstarted.id,), crashed=(started.id,), unstarted=(unstarted.id,)
+    )
+    assert (await get(store, unstarted.id)).status is JobStatus.PENDING
+    assert (await get(store, started.id)).status is JobStatus.CRASHED
+
+
+async def test_each_unstarted_reclaim_counts_in_the_metadata(harness: Harness) -> None:
+    """reclaimed_unstarted counts every unstarted reclaim and keeps the job's own metadata;
+    a started reclaim leaves it as it is."""
+    store = harness.store
+    claimed = await enqueue_and_claim(
+        store, new_job(max_attempts=None, metadata={"tenant": "t1"}), started=False
+    )
+    short = timedelta(seconds=10)
+    for round_no in range(1, 3):
+        now = at(100 * round_no)
+        report = await store.reclaim_expired(now=now)
+        assert report.unstarted == (claimed.id,)
+        again = await claim_one(store, now=now, lease=short, start_now=1 if round_no == 2 else 0)
+        assert again.reclaimed_unstarted == round_no
+    assert (await store.reclaim_expired(now=at(300))).unstarted == ()
+    got = await get(store, claimed.id)
+    assert got.metadata == {"tenant": "t1", "reclaimed_unstarted": 2}
+
+
+async def test_a_marked_job_counts_as_started_at_reclaim(harness: Harness) -> None:
+    """A job claimed ahead and then marked started (its consumer took it) counts its attempt."""
+    store = harness.store
+    claimed = await enqueue_and_claim(store, new_job(max_attempts=1), started=False)
+    assert await store.mark_started([claimed.lease], now=at(1)) == []
+    report = await store.reclaim_expired(now=claimed.lock_expires_at + TICK)
+    assert report == ReclaimReport(crashed=(claimed.id,))
+
+
 async def test_reclaim_counts_attempts_across_claims(harness: Harness) -> None:
     """With max_attempts 2, the first expiry re-pends and the second crashes."""
     store = harness.store
     first = await enqueue_and_claim(store, new_job(max_attempts=2), lease=timedelta(seconds=10))
     assert await store.reclaim_expired(now=at(11)) == ReclaimReport(repended=(first.id,))
-    second = await claim_one(store, now=at(12), lease=timedelta(seconds=10))
+    second = await claim_one(store, now=at(12), lease=timedelta(seconds=10), start_now=1)
     assert second.attempt == 2
     assert await store.reclaim_expired(now=at(23)) == ReclaimReport(crashed=(first.id,))
     assert [a.attempt for a in await store.attempts(first.id)] == [1, 2]
@@ -157,7 +223,7 @@ async def test_unbounded_attempts_always_repend(harness: Harness) -> None:
     for round_no in range(1, 5):
         now = at(20 * round_no)
         assert await store.reclaim_expired(now=now) == ReclaimReport(repended=(first.id,))
-        again = await claim_one(store, now=now, lease=timedelta(seconds=10))
+        again = await claim_one(store, now=now, lease=timedelta(seconds=10), start_now=1)
         assert again.attempt == round_no + 1
         tokens.add(again.fencing_token)
     assert len(tokens) == 5

@@ -22,7 +22,7 @@ from taskq.ports.store_params import Finish, Reschedule
 async def test_finish_without_a_mark_records_when_the_attempt_began(harness: Harness) -> None:
     """finish(started_ago=2s) at t=9 of an unmarked attempt stores started_at = t=7."""
     store = harness.store
-    claimed = await enqueue_and_claim(store)
+    claimed = await enqueue_and_claim(store, started=False)
     await store.finish(
         Finish(
             lease=claimed.lease,
@@ -39,8 +39,8 @@ async def test_finish_without_a_mark_records_when_the_attempt_began(harness: Har
 async def test_finish_many_fills_each_unmarked_start(harness: Harness) -> None:
     """Each outcome of a batch carries its own started_ago."""
     store = harness.store
-    first = await enqueue_and_claim(store)
-    second = await enqueue_and_claim(store)
+    first = await enqueue_and_claim(store, started=False)
+    second = await enqueue_and_claim(store, started=False)
     lost = await store.finish_many(
         [
             Finish(
@@ -66,7 +66,7 @@ async def test_finish_many_fills_each_unmarked_start(harness: Harness) -> None:
 async def test_a_landed_mark_wins_over_started_ago(harness: Harness) -> None:
     """started_ago never moves a start mark that was already written."""
     store = harness.store
-    claimed = await enqueue_and_claim(store)
+    claimed = await enqueue_and_claim(store, started=False)
     await store.mark_started([claimed.lease], now=at(3))
     await store.finish(
         Finish(
@@ -84,7 +84,7 @@ async def test_finish_without_mark_or_started_ago_leaves_started_at_empty(
 ) -> None:
     """Without either, nothing is invented: started_at stays unset."""
     store = harness.store
-    claimed = await enqueue_and_claim(store)
+    claimed = await enqueue_and_claim(store, started=False)
     await store.finish(Finish(lease=claimed.lease, status=JobStatus.CANCELLED, now=at(4)))
     assert (await get(store, claimed.id)).started_at is None
 
@@ -92,8 +92,8 @@ async def test_finish_without_mark_or_started_ago_leaves_started_at_empty(
 async def test_late_mark_records_when_the_attempt_began(harness: Harness) -> None:
     """mark_started(started_ago=[...]) at t=5 stores now - ago per lease."""
     store = harness.store
-    first = await enqueue_and_claim(store)
-    second = await enqueue_and_claim(store)
+    first = await enqueue_and_claim(store, started=False)
+    second = await enqueue_and_claim(store, started=False)
     lost = await store.mark_started(
         [first.lease, second.lease],
         now=at(5),
@@ -107,7 +107,7 @@ async def test_late_mark_records_when_the_attempt_began(harness: Harness) -> Non
 async def test_mark_started_refuses_misaligned_started_ago(harness: Harness) -> None:
     """One started_ago per lease, or a ValueError and nothing written."""
     store = harness.store
-    claimed = await enqueue_and_claim(store)
+    claimed = await enqueue_and_claim(store, started=False)
     with pytest.raises(ValueError, match="started_ago"):
         await store.mark_started([claimed.lease], now=at(5), started_ago=[])
     assert (await get(store, claimed.id)).started_at is None
@@ -116,7 +116,7 @@ async def test_mark_started_refuses_misaligned_started_ago(harness: Harness) -> 
 async def test_negative_started_ago_is_refused(harness: Harness) -> None:
     """A start after the write is impossible: ValueError, nothing written."""
     store = harness.store
-    claimed = await enqueue_and_claim(store)
+    claimed = await enqueue_and_claim(store, started=False)
     with pytest.raises(ValueError, match="started_ago"):
         await store.finish(
             Finish(
@@ -135,7 +135,7 @@ async def test_reschedule_without_a_mark_records_when_the_attempt_began(
 ) -> None:
     """A retry of an unmarked attempt keeps the attempt's start on the job row."""
     store = harness.store
-    claimed = await enqueue_and_claim(store)
+    claimed = await enqueue_and_claim(store, started=False)
     await store.reschedule(
         Reschedule(
             lease=claimed.lease,

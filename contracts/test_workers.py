@@ -178,37 +178,81 @@ async def test_stale_workers_are_cleaned_up(harness: Harness) -> None:
     assert await store.cleanup_stale_workers(stale_after=timedelta(seconds=60), now=at(120)) == []
 
 
-async def test_isolate_worker_repends_retryable_and_crashes_the_rest(harness: Harness) -> None:
-    """isolate_worker re-waits retryable jobs with attempts left and crashes the rest."""
+async def test_isolate_worker_hands_back_each_job_by_its_kind(harness: Harness) -> None:
+    """isolate_worker: an unstarted job waits again where it was, attempt kept, nothing
+    recorded; a started job of a retryable actor waits until retry_at with its attempt
+    refunded (on its last attempt too) and an interrupted record; any other started job
+    crashes. Other workers' jobs are untouched."""
     store = harness.store
     await register(store, "w1")
     await register(store, "w2")
     retry = await enqueue(store, new_job("r", max_attempts=3))
-    spent = await enqueue(store, new_job("r", max_attempts=1))
+    last = await enqueue(store, new_job("r", max_attempts=1))
     fatal = await enqueue(store, new_job("n", max_attempts=3))
-    claimed = await claim(store, worker="w1", actors=["r", "n"], now=at(1))
-    assert sorted(c.id for c in claimed) == sorted([retry, spent, fatal])
+    ahead = await enqueue(store, new_job("n", max_attempts=1))
+    claimed = await claim(store, worker="w1", actors=["r", "n"], now=at(1), start_now=3)
+    assert [c.id for c in claimed] == [retry, last, fatal, ahead]
+    assert [c.started for c in claimed] == [True, True, True, False]
     other = await enqueue(store, new_job("r"), now=at(1))
-    assert (await claim_one(store, worker="w2", actors=["r"], now=at(1))).id == other
+    assert (await claim_one(store, worker="w2", actors=["r"], now=at(1), start_now=1)).id == other
 
     affected = await store.isolate_worker(
         Isolation(worker_id="w1", retryable_actors=["r"], retry_at=at(15), now=at(10))
     )
-    assert sorted(affected) == sorted([retry, spent, fatal])
+    assert sorted(affected) == sorted([retry, last, fatal, ahead])
 
-    waiting = await get(store, retry)
-    assert waiting.status is JobStatus.SCHEDULED
-    assert waiting.scheduled_at == at(15)
-    for job_id in (spent, fatal):
-        crashed = await get(store, job_id)
-        assert crashed.status is JobStatus.CRASHED
-        assert crashed.finished_at == at(10)
-    for job_id in (retry, spent, fatal):
+    for job_id in (retry, last):
+        waiting = await get(store, job_id)
+        assert (waiting.status, waiting.scheduled_at, waiting.attempt) == (
+            JobStatus.SCHEDULED,
+            at(15),
+            0,
+        )
         [record] = await store.attempts(job_id)
-        assert record.error_class == "HeartbeatLost"
-        assert (record.worker_id, record.finished_at) == ("w1", at(10))
+        assert (record.outcome, record.error_class, record.attempt) == (
+            "interrupted",
+            "HeartbeatLost",
+            1,
+        )
+    crashed = await get(store, fatal)
+    assert (crashed.status, crashed.finished_at) == (JobStatus.CRASHED, at(10))
+    [record] = await store.attempts(fatal)
+    assert (record.outcome, record.error_class) == ("crashed", "HeartbeatLost")
+    assert (record.worker_id, record.finished_at) == ("w1", at(10))
+    repended = await get(store, ahead)
+    assert (repended.status, repended.scheduled_at, repended.attempt) == (
+        JobStatus.PENDING,
+        at(0),
+        0,
+    )
+    assert await store.attempts(ahead) == []
     assert (await get(store, other)).status is JobStatus.RUNNING
     assert await store.attempts(other) == []
+
+
+async def test_isolate_worker_records_the_reason_it_is_given(harness: Harness) -> None:
+    """An isolation for another reason (a hard exit) records that error class and message."""
+    store = harness.store
+    await register(store, "w1")
+    claimed = await enqueue_and_claim(store, new_job("r"))
+    request = Isolation(
+        worker_id="w1",
+        retryable_actors=["r"],
+        retry_at=at(5),
+        error_class="WorkerShutdown",
+        error="third signal: the worker left at once",
+        now=at(2),
+    )
+    assert await store.isolate_worker(request) == [claimed.id]
+    [record] = await store.attempts(claimed.id)
+    assert (record.outcome, record.error_class, record.error) == (
+        "interrupted",
+        "WorkerShutdown",
+        "third signal: the worker left at once",
+    )
+    assert (await get(store, claimed.id)).last_error == (
+        "WorkerShutdown: third signal: the worker left at once"
+    )
 
 
 async def test_isolate_worker_with_no_jobs_affects_nothing(harness: Harness) -> None:

@@ -172,6 +172,11 @@ class Job:
         return Lease(self.id, self.fencing_token)
 
 
+#: Metadata key the reclaim sweep counts in: lapsed leases of a job with no start mark
+#: (its worker died before starting it, or within a moment of starting it).
+RECLAIMED_UNSTARTED: Final = "reclaimed_unstarted"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ClaimedJob:
     """A job a worker has just claimed. ``attempt`` is the attempt now starting."""
@@ -195,6 +200,9 @@ class ClaimedJob:
     #: TaskQ: not a JSON object, nested past what the decoder takes), else None. The
     #: worker fails such a job without running it, instead of failing its whole claim.
     unreadable: str | None = None
+    #: The claim itself marked it started (``ClaimRequest.start_now``): a consumer was
+    #: waiting for it. Otherwise it runs only after ``JobClaimer.mark_started`` held.
+    started: bool = False
 
     @property
     def lease(self) -> Lease:
@@ -203,6 +211,12 @@ class ClaimedJob:
     @property
     def snooze_count(self) -> int:
         value = self.metadata.get("snooze_count", 0)
+        return value if isinstance(value, int) else 0
+
+    @property
+    def reclaimed_unstarted(self) -> int:
+        """How often a dead worker's lease of it lapsed with no start on record."""
+        value = self.metadata.get(RECLAIMED_UNSTARTED, 0)
         return value if isinstance(value, int) else 0
 
 
@@ -217,8 +231,10 @@ class AttemptRecord:
     ``outcome`` says how the attempt ended: the terminal status's value
     (``succeeded``, ``failed``, ``cancelled``, ``abandoned``, ``crashed``),
     ``retried`` or ``snoozed`` (a reschedule), ``released`` (given back
-    unrun), ``lease_expired`` (reclaimed by the sweep) or ``heartbeat_lost``
-    (its worker isolated itself). The contract suite pins these names.
+    unrun), ``lease_expired`` (its worker died; reclaimed by the sweep) or
+    ``interrupted`` (its worker stopped it for its own reasons: a shutdown,
+    isolate-self, a hard exit; ``error_class`` says which). The contract suite
+    pins these names.
 
     ``started_at`` is when the attempt began (None when no start was
     recorded: a release, a job reclaimed before its start mark landed).

@@ -32,6 +32,7 @@ from taskq.ports.store_params import (
     Finish,
     Heartbeat,
     HeartbeatReport,
+    Interruption,
     Isolation,
     PrunePolicy,
     QueueDepth,
@@ -77,11 +78,17 @@ class JobClaimer(Protocol):
       mode), never more per actor than its stored ``max_concurrent`` minus
       its running jobs, and marks them running, locked by the worker until
       ``now + lease``, with a fresh fencing token and ``attempt + 1``.
-      Concurrent claimers never receive the same job.
-    - ``mark_started`` records that the consumer began executing these jobs
-      (``started_at`` = ``now``, or ``now - started_ago[i]`` when given: one
-      non-negative delta per lease, else ``ValueError``); a mark already
-      written is kept. It returns the leases that are no longer held.
+      Concurrent claimers never receive the same job. The first
+      ``request.start_now`` of them (in dispatch order) are marked started
+      (``started_at = now``, ``ClaimedJob.started``); the others have no
+      ``started_at`` until ``mark_started``.
+    - ``mark_started`` records that the consumer is about to execute these
+      jobs (``started_at`` = ``now``, or ``now - started_ago[i]`` when given:
+      one non-negative delta per lease, else ``ValueError``); a mark already
+      written is kept. It returns the leases that are no longer held. The
+      worker runs a job only once it is marked, so ``started_at`` empty means
+      the job never ran: every rule below that treats unstarted jobs as not
+      run relies on it.
     - ``release`` gives an owned job back (unknown actor): scheduled after
       ``delay``, attempt refunded. Raises ``LeaseLost`` when not owned.
     - ``drain_unstarted`` re-pends this worker's running jobs that never
@@ -126,7 +133,10 @@ class JobFinisher(Protocol):
       returns the leases that were not owned (those rows are untouched).
     - ``reschedule`` implements retry, snooze and RetryAfter (see
       ``Reschedule``) and records the attempt. Raises ``LeaseLost``.
-    - ``escalate_cancel`` persists cancel phase FORCED for an owned job.
+    - ``escalate_cancel`` persists cancel phase FORCED for an owned job (a
+      user's cancel request moving on; a worker's own interruptions never
+      write a cancel phase).
+    - ``interrupt``: see ``Interruption``. Raises ``LeaseLost``.
     """
 
     async def finish(self, outcome: Finish) -> None: ...
@@ -136,6 +146,8 @@ class JobFinisher(Protocol):
     async def reschedule(self, request: Reschedule) -> None: ...
 
     async def escalate_cancel(self, lease: Lease, *, now: datetime | None = None) -> None: ...
+
+    async def interrupt(self, request: Interruption) -> None: ...
 
 
 class WorkerRegistry(Protocol):
@@ -209,10 +221,13 @@ class LeaseJanitor(Protocol):
 
     - ``promote_scheduled``: scheduled jobs with ``scheduled_at <= now``
       become pending; returns how many.
-    - ``reclaim_expired``: running jobs whose lock expired before ``now`` go
-      back to pending (new fencing token on the next claim), or to crashed
-      when ``max_attempts`` is reached, or to cancelled when a cancel was
-      requested; each gets an attempt record.
+    - ``reclaim_expired``: running jobs whose lock expired before ``now``
+      (their worker died): one that never started goes back to pending with
+      its attempt refunded and no attempt record (it never ran); one that
+      started goes back to pending with the attempt counted, or to crashed
+      when ``max_attempts`` is reached (a ``crashed`` or ``lease_expired``
+      attempt record); either ends cancelled instead when a cancel was
+      requested. The next claim issues a new fencing token.
     - ``time_to_lease_expiry``: how long after ``now`` the earliest lock of a
       running job expires (``min(lock_expires_at) - now``), None when no job
       is running. Negative once that lock has expired, so ``reclaim_expired``

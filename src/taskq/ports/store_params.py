@@ -31,7 +31,10 @@ class ClaimRequest:
     """Claim up to ``limit`` due pending jobs for ``worker_id``.
 
     Only jobs on ``queues`` whose actor is in ``actors`` are eligible. Each
-    claimed job is locked until ``now + lease``.
+    claimed job is locked until ``now + lease``. The first ``start_now`` jobs
+    claimed (in dispatch order) are marked started by the claim itself
+    (``started_at = now``, ``ClaimedJob.started``): consumers are waiting for
+    them. The rest are claimed unstarted and run only after a start mark.
     """
 
     worker_id: str
@@ -39,6 +42,7 @@ class ClaimRequest:
     actors: Sequence[str]
     limit: int
     lease: timedelta
+    start_now: int = 0
     now: datetime | None = None
 
 
@@ -191,27 +195,73 @@ class HeartbeatReport:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Isolation:
-    """Isolate a worker whose heartbeat keeps failing.
+    """Hand back every running job of a worker that is stopping without its consumers'
+    help (isolate-self after failed heartbeats, a hard exit, a watchdog trip).
 
-    Each running job it owns goes back to waiting (``retry_at``) when its
-    actor is in ``retryable_actors`` and attempts remain, else ``crashed``;
-    either way an attempt is recorded with error class ``HeartbeatLost``.
+    Per job: never started → pending again, attempt refunded, no attempt row
+    (it never ran); started, actor in ``retryable_actors`` → waiting until
+    ``retry_at``, attempt refunded (the interruption is not the job's failure),
+    an ``interrupted`` attempt row; started, any other actor → ``crashed`` (a
+    non-retryable job never runs twice), a ``crashed`` attempt row. A job whose
+    cancel was requested ends ``cancelled`` instead of waiting. Attempt rows
+    carry ``error_class`` and ``error`` (why the worker let go).
     """
 
     worker_id: str
     retryable_actors: Sequence[str]
     retry_at: datetime
+    error_class: str = "HeartbeatLost"
+    error: str | None = None
     now: datetime | None = None
+
+
+def isolation_error(request: Isolation) -> str:
+    """The message an isolation records on each attempt it ends (the default names isolate-self)."""
+    if request.error is not None:
+        return request.error
+    return f"worker {request.worker_id} lost its heartbeat and isolated itself"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Interruption:
+    """The owner of ``lease`` stopped the attempt for its own reasons (its shutdown, a
+    timeout of the worker's, ...), not because the job failed or a user cancelled it.
+
+    ``retryable``: the job waits again until ``run_at``, attempt refunded (an
+    interrupted attempt does not count against ``max_attempts``). Otherwise it
+    ends ``abandoned`` (a non-retryable job never runs twice). Either way an
+    ``interrupted`` attempt row records ``error_class`` and ``error``. A job
+    whose cancel was requested ends ``cancelled`` instead.
+    """
+
+    lease: Lease
+    retryable: bool
+    run_at: datetime
+    error_class: str
+    error: str
+    #: As on :class:`Finish`: fills an unmarked ``started_at``.
+    started_ago: timedelta | None = None
+    now: datetime | None = None
+
+    def __post_init__(self) -> None:
+        _check_started_ago(self.started_ago)
+        # Written visibly escaped, as Finish's error texts are (see _escape_error_text).
+        for name in ("error", "error_class"):
+            text = getattr(self, name)
+            if text_problem(text) is not None:
+                object.__setattr__(self, name, storable_text(text))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReclaimReport:
     """Jobs whose lease expired: re-pended, crashed when attempts ran out, or cancelled
-    when a cancel had been requested (they are not run again)."""
+    when a cancel had been requested (they are not run again). ``unstarted`` lists
+    those that had never started (claimed ahead): re-pended with their attempt kept."""
 
     repended: tuple[int, ...] = ()
     crashed: tuple[int, ...] = ()
     cancelled: tuple[int, ...] = ()
+    unstarted: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -250,7 +250,13 @@ async def test_strict_fifo_claim_reads_the_dispatch_index_despite_stale_statisti
                     FROM generate_series(1, {BULK}) AS g"""
             )
             args = query.args(
-                now=None, actors=["a"], limit=10, worker_id="w", lease=LEASE, **queue_params
+                now=None,
+                actors=["a"],
+                limit=10,
+                start_now=0,
+                worker_id="w",
+                lease=LEASE,
+                **queue_params,
             )
             async with conn.transaction():
                 rows = await conn.fetch("EXPLAIN (COSTS OFF) " + query.sql, *args)

@@ -131,6 +131,7 @@ class JobRow:
             metadata=copy.deepcopy(self.metadata),
             trace_id=self.trace_id,
             span_id=self.span_id,
+            started=self.started_at is not None,
         )
 
 

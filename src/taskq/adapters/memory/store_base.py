@@ -26,7 +26,7 @@ OUTCOME_RETRIED: Final = "retried"
 OUTCOME_SNOOZED: Final = "snoozed"
 OUTCOME_RELEASED: Final = "released"
 OUTCOME_LEASE_EXPIRED: Final = "lease_expired"
-OUTCOME_HEARTBEAT_LOST: Final = "heartbeat_lost"
+OUTCOME_INTERRUPTED: Final = "interrupted"
 
 
 class StoreCore:

@@ -62,16 +62,16 @@ class ClaimOps(StoreCore):
             candidates, modes=modes, residual=residual, limit=request.limit
         )
         claimed: list[ClaimedJob] = []
-        for candidate in chosen:
+        for index, candidate in enumerate(chosen):
             row = self._db.jobs[candidate.id]
             self._db.move(row, JobStatus.RUNNING)
             row.locked_by = request.worker_id
             row.lock_expires_at = expires
             row.fencing_token = self._db.next_fencing_token()
             row.attempt += 1
-            # Set by mark_started once the consumer really begins: a drain must
-            # be able to tell claimed-but-unstarted rows apart.
-            row.started_at = None
+            # Started now only where a consumer waits for it; the rest get their mark
+            # (mark_started) before they run: an empty started_at means never run.
+            row.started_at = now if index < request.start_now else None
             claimed.append(row.to_claimed())
         return claimed
 

@@ -6,12 +6,17 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from taskq.adapters.memory.rows import JobRow, to_json
-from taskq.adapters.memory.store_base import OUTCOME_RETRIED, OUTCOME_SNOOZED, StoreCore
+from taskq.adapters.memory.store_base import (
+    OUTCOME_INTERRUPTED,
+    OUTCOME_RETRIED,
+    OUTCOME_SNOOZED,
+    StoreCore,
+)
 from taskq.domain.cancel_phase import CancelPhase
 from taskq.domain.errors import IllegalTransition
 from taskq.domain.job import Lease
 from taskq.domain.status import TERMINAL, JobStatus
-from taskq.ports.store_params import Finish, Reschedule
+from taskq.ports.store_params import Finish, Interruption, Reschedule
 
 
 def _check_terminal(outcome: Finish) -> None:
@@ -71,6 +76,23 @@ class FinishOps(StoreCore):
         if request.snooze:
             row.metadata = {**row.metadata, "snooze_count": _snooze_count(row) + 1}
         self._wait_again(row, run_at=request.run_at, now=now, refund_attempt=request.refund_attempt)
+
+    async def interrupt(self, request: Interruption) -> None:
+        now = await self._begin(request.now)
+        row = self._require_owned(request.lease)
+        _fill_start(row, request.started_ago, now)
+        self._record_attempt(
+            row,
+            outcome=OUTCOME_INTERRUPTED,
+            now=now,
+            error_class=request.error_class,
+            error=request.error,
+        )
+        row.last_error = request.error
+        if request.retryable:
+            self._wait_again(row, run_at=request.run_at, now=now, refund_attempt=True)
+        elif not self._cancel_instead(row, now):
+            self._finish_row(row, JobStatus.ABANDONED, now=now)
 
     async def escalate_cancel(self, lease: Lease, *, now: datetime | None = None) -> None:
         at = await self._begin(now)

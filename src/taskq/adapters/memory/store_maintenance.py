@@ -6,6 +6,7 @@ from datetime import datetime, timedelta
 
 from taskq.adapters.memory.rows import ArchivedJob
 from taskq.adapters.memory.store_base import OUTCOME_LEASE_EXPIRED, StoreCore
+from taskq.domain.job import RECLAIMED_UNSTARTED
 from taskq.domain.status import TERMINAL, WAITING, JobStatus
 from taskq.ports.store_params import PrunePolicy, ReclaimReport
 
@@ -30,8 +31,24 @@ class MaintenanceOps(StoreCore):
         repended: list[int] = []
         crashed: list[int] = []
         cancelled: list[int] = []
+        unstarted: list[int] = []
         for row in self._db.rows_with_status(JobStatus.RUNNING):
             if row.lock_expires_at is None or row.lock_expires_at >= at:
+                continue
+            if row.started_at is None:
+                # No start on record: its attempt is kept, no attempt is recorded, and the
+                # count tells its next worker to gate it (a mark before it runs).
+                unstarted.append(row.id)
+                row.attempt = max(row.attempt - 1, 0)
+                seen = row.metadata.get(RECLAIMED_UNSTARTED, 0)
+                count = seen if isinstance(seen, int) and not isinstance(seen, bool) else 0
+                row.metadata = {**row.metadata, RECLAIMED_UNSTARTED: count + 1}
+                if self._cancel_instead(row, at):
+                    cancelled.append(row.id)
+                else:
+                    self._db.move(row, JobStatus.PENDING)
+                    row.clear_lock()
+                    repended.append(row.id)
                 continue
             error = f"lease held by {row.locked_by} expired at {row.lock_expires_at.isoformat()}"
             out_of_attempts = row.max_attempts is not None and row.attempt >= row.max_attempts
@@ -55,7 +72,10 @@ class MaintenanceOps(StoreCore):
                 row.clear_lock()
                 repended.append(row.id)
         return ReclaimReport(
-            repended=tuple(repended), crashed=tuple(crashed), cancelled=tuple(cancelled)
+            repended=tuple(repended),
+            crashed=tuple(crashed),
+            cancelled=tuple(cancelled),
+            unstarted=tuple(unstarted),
         )
 
     async def time_to_lease_expiry(self, *, now: datetime | None = None) -> timedelta | None:

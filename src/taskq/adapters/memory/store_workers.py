@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from taskq.adapters.memory.rows import WorkerRow
-from taskq.adapters.memory.store_base import OUTCOME_HEARTBEAT_LOST, StoreCore, lease_until
+from taskq.adapters.memory.store_base import OUTCOME_INTERRUPTED, StoreCore, lease_until
 from taskq.domain.status import JobStatus
 from taskq.ports.store_params import (
     Heartbeat,
@@ -14,9 +14,8 @@ from taskq.ports.store_params import (
     RunningJobView,
     WorkerInfo,
     WorkerRecord,
+    isolation_error,
 )
-
-_HEARTBEAT_LOST = "HeartbeatLost"
 
 
 class WorkerOps(StoreCore):
@@ -67,32 +66,36 @@ class WorkerOps(StoreCore):
     async def isolate_worker(self, request: Isolation) -> list[int]:
         now = await self._begin(request.now)
         retryable = set(request.retryable_actors)
+        error, error_class = isolation_error(request), request.error_class
         affected: list[int] = []
         for row in list(self._db.rows_with_status(JobStatus.RUNNING)):
             if row.locked_by != request.worker_id:
                 continue
-            error = f"worker {request.worker_id} lost its heartbeat and isolated itself"
-            attempts_left = row.max_attempts is None or row.attempt < row.max_attempts
-            if row.actor in retryable and attempts_left:
-                self._record_attempt(
-                    row,
-                    outcome=OUTCOME_HEARTBEAT_LOST,
-                    now=now,
-                    error_class=_HEARTBEAT_LOST,
-                    error=error,
-                )
-                self._wait_again(row, run_at=request.retry_at, now=now, refund_attempt=False)
-            else:
-                self._record_attempt(
-                    row,
-                    outcome=JobStatus.CRASHED.value,
-                    now=now,
-                    error_class=_HEARTBEAT_LOST,
-                    error=error,
-                )
-                self._finish_row(row, JobStatus.CRASHED, now=now)
-            row.last_error = f"{_HEARTBEAT_LOST}: {error}"
             affected.append(row.id)
+            if row.started_at is None:
+                # Never ran: back where it was in line, attempt kept, nothing recorded.
+                row.attempt = max(row.attempt - 1, 0)
+                if not self._cancel_instead(row, now):
+                    self._db.move(row, JobStatus.PENDING)
+                    row.clear_lock()
+                continue
+            if row.actor in retryable:
+                self._record_attempt(
+                    row,
+                    outcome=OUTCOME_INTERRUPTED,
+                    now=now,
+                    error_class=error_class,
+                    error=error,
+                )
+                row.last_error = f"{error_class}: {error}"
+                self._wait_again(row, run_at=request.retry_at, now=now, refund_attempt=True)
+                continue
+            self._record_attempt(
+                row, outcome=JobStatus.CRASHED.value, now=now, error_class=error_class, error=error
+            )
+            row.last_error = f"{error_class}: {error}"
+            if not self._cancel_instead(row, now):
+                self._finish_row(row, JobStatus.CRASHED, now=now)
         return affected
 
     async def list_workers(self) -> list[WorkerRecord]:

@@ -70,7 +70,11 @@ claimed AS (
         lock_expires_at = (SELECT r.now FROM req r) + :lease::interval,
         fencing_token = j.fencing_token + 1,
         attempt = j.attempt + 1,
-        started_at = NULL
+        -- Started only where a consumer waits for it (:start_now, in dispatch order);
+        -- the rest run after a start mark, so an empty started_at means never run.
+        started_at = CASE WHEN j.id = ANY (ARRAY(
+                             SELECT p.id FROM picked p WHERE p.ord <= :start_now::bigint))
+                         THEN (SELECT r.now FROM req r) END
     WHERE j.id = ANY (ARRAY(SELECT p.id FROM picked p))
     -- Times outside years 1..9999 (written by other means) are clamped into them: no
     -- driver can load them, and one such row must not fail the whole claim.
@@ -82,7 +86,8 @@ claimed AS (
               CASE WHEN j.schedule_to_close IS NOT NULL  -- GREATEST would turn NULL into 0001
                    THEN LEAST(GREATEST(j.schedule_to_close, '0001-01-01 00:00:00+00'),
                               '9999-12-31 23:59:59+00') END AS schedule_to_close,
-              j.fairness_key, j.metadata::text AS metadata, j.trace_id, j.span_id
+              j.fairness_key, j.metadata::text AS metadata, j.trace_id, j.span_id,
+              j.started_at IS NOT NULL AS started
 )
 SELECT s.yes AS simple, cl.*
 FROM simple s
@@ -213,7 +218,11 @@ claimed AS (
         lock_expires_at = (SELECT r.now FROM req r) + :lease::interval,
         fencing_token = j.fencing_token + 1,
         attempt = j.attempt + 1,
-        started_at = NULL
+        -- Started only where a consumer waits for it (:start_now, in dispatch order);
+        -- the rest run after a start mark, so an empty started_at means never run.
+        started_at = CASE WHEN j.id = ANY (ARRAY(
+                             SELECT p.id FROM picked p WHERE p.ord <= :start_now::bigint))
+                         THEN (SELECT r.now FROM req r) END
     WHERE j.id = ANY (ARRAY(SELECT p.id FROM picked p))
     -- Times outside years 1..9999 (written by other means) are clamped into them: no
     -- driver can load them, and one such row must not fail the whole claim.
@@ -225,7 +234,8 @@ claimed AS (
               CASE WHEN j.schedule_to_close IS NOT NULL  -- GREATEST would turn NULL into 0001
                    THEN LEAST(GREATEST(j.schedule_to_close, '0001-01-01 00:00:00+00'),
                               '9999-12-31 23:59:59+00') END AS schedule_to_close,
-              j.fairness_key, j.metadata::text AS metadata, j.trace_id, j.span_id
+              j.fairness_key, j.metadata::text AS metadata, j.trace_id, j.span_id,
+              j.started_at IS NOT NULL AS started
 )
 -- Every row carries the written leases (the first row always exists: the simple flag).
 SELECT s.yes AS simple,
@@ -516,7 +526,11 @@ claimed AS (
         lock_expires_at = (SELECT r.now FROM req r) + :lease::interval,
         fencing_token = j.fencing_token + 1,
         attempt = j.attempt + 1,
-        started_at = NULL
+        -- Started only where a consumer waits for it (:start_now, in dispatch order);
+        -- the rest run after a start mark, so an empty started_at means never run.
+        started_at = CASE WHEN j.id = ANY (ARRAY(
+                             SELECT p.id FROM ordered p WHERE p.ord <= :start_now::bigint))
+                         THEN (SELECT r.now FROM req r) END
     WHERE j.id = ANY (ARRAY(SELECT p.id FROM picked p WHERE p.status = 'pending'))
     -- Times outside years 1..9999 (written by other means) are clamped into them: no
     -- driver can load them, and one such row must not fail the whole claim.
@@ -528,7 +542,8 @@ claimed AS (
               CASE WHEN j.schedule_to_close IS NOT NULL  -- GREATEST would turn NULL into 0001
                    THEN LEAST(GREATEST(j.schedule_to_close, '0001-01-01 00:00:00+00'),
                               '9999-12-31 23:59:59+00') END AS schedule_to_close,
-              j.fairness_key, j.metadata::text AS metadata, j.trace_id, j.span_id
+              j.fairness_key, j.metadata::text AS metadata, j.trace_id, j.span_id,
+              j.started_at IS NOT NULL AS started
 )
 SELECT NOT EXISTS (SELECT 1 FROM cfg) AND NOT EXISTS (SELECT 1 FROM rr) AS simple, cl.*
 FROM (SELECT 1) AS one

@@ -69,3 +69,50 @@ SET cancel_phase = greatest(j.cancel_phase, 2),
 WHERE j.id = :job_id::bigint AND j.fencing_token = :fencing_token::bigint
   AND j.status = 'running'
 RETURNING j.id
+
+-- name: interrupt_job
+-- The owner stopped the attempt for its own reasons: a retryable job waits again with its attempt refunded, any other is abandoned (it never runs twice).
+-- A requested cancel (cancel_phase >= 1) ends the job cancelled instead. The attempt is recorded as interrupted, with why.
+WITH req AS MATERIALIZED (
+    SELECT coalesce(:now::timestamptz, now()) AS now
+),
+owned AS (
+    SELECT j.id, j.attempt, j.locked_by,
+           coalesce(j.started_at, r.now - :started_ago::interval) AS started_at, r.now
+    FROM {schema}.jobs j, req r
+    WHERE j.id = :job_id::bigint AND j.fencing_token = :fencing_token::bigint
+      AND j.status = 'running'
+    FOR UPDATE OF j
+),
+moved AS (
+    UPDATE {schema}.jobs j
+    SET status = CASE WHEN j.cancel_phase >= 1 THEN 'cancelled'
+                      WHEN NOT :retryable::boolean THEN 'abandoned'
+                      WHEN :run_at::timestamptz <= o.now THEN 'pending' ELSE 'scheduled' END,
+        scheduled_at = CASE WHEN j.cancel_phase >= 1 OR NOT :retryable::boolean
+                                THEN j.scheduled_at
+                            WHEN :run_at::timestamptz <= o.now THEN o.now
+                            ELSE :run_at::timestamptz END,
+        finished_at = CASE WHEN j.cancel_phase >= 1 OR NOT :retryable::boolean THEN o.now
+                           ELSE j.finished_at END,
+        attempt = CASE WHEN :retryable::boolean THEN greatest(j.attempt - 1, 0)
+                       ELSE j.attempt END,
+        last_error = :error::text,
+        error_class = :error_class::text,
+        started_at = o.started_at,
+        locked_by = NULL,
+        lock_expires_at = NULL
+    FROM owned o
+    WHERE j.id = o.id
+    RETURNING j.id
+),
+recorded AS (
+    INSERT INTO {schema}.job_attempts (
+        job_id, attempt, worker_id, started_at, finished_at, outcome, error_class, error
+    )
+    SELECT o.id, o.attempt, o.locked_by, o.started_at, o.now, 'interrupted',
+           :error_class::text, :error::text
+    FROM owned o
+    RETURNING job_id
+)
+SELECT m.id, (SELECT count(*) FROM recorded) AS recorded FROM moved m

@@ -18,14 +18,17 @@ WITH promoted AS (
 SELECT count(*) AS promoted FROM promoted
 
 -- name: reclaim_expired
--- A job whose cancel was requested ends cancelled: re-pended, it would run again.
+-- Their worker died. A job with no start on record waits again with its attempt refunded and no attempt row, counted in metadata.reclaimed_unstarted (its next worker gates it).
+-- A started job's attempt counts: crashed once its attempts are spent, else pending. A job whose cancel was requested ends cancelled: re-pended, it would run again.
 -- The EPQ recheck of lock_expires_at < now drops a lease a heartbeat extended meanwhile; the next claim issues a new fencing token.
 WITH req AS MATERIALIZED (
     SELECT coalesce(:now::timestamptz, now()) AS now
 ),
 expired AS (
     SELECT j.id, j.attempt, j.locked_by, j.started_at,
-           (j.max_attempts IS NOT NULL AND j.attempt >= j.max_attempts) AS spent,
+           j.started_at IS NULL AS unstarted,
+           (j.started_at IS NOT NULL AND j.max_attempts IS NOT NULL
+            AND j.attempt >= j.max_attempts) AS spent,
            'lease held by ' || coalesce(j.locked_by, 'None') || ' expired at '
                || to_char(j.lock_expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS')
                || CASE WHEN date_part('microseconds', j.lock_expires_at)::bigint % 1000000 <> 0
@@ -42,8 +45,16 @@ moved AS (
                       WHEN e.spent THEN 'crashed' ELSE 'pending' END,
         finished_at = CASE WHEN e.spent OR j.cancel_phase >= 1 THEN r.now
                            ELSE j.finished_at END,
-        last_error = 'LeaseExpired: ' || e.error,
-        error_class = 'LeaseExpired',
+        attempt = CASE WHEN e.unstarted THEN greatest(j.attempt - 1, 0) ELSE j.attempt END,
+        metadata = CASE WHEN e.unstarted
+            THEN j.metadata || jsonb_build_object('reclaimed_unstarted', 1 + CASE
+                WHEN jsonb_typeof(j.metadata -> 'reclaimed_unstarted') = 'number'
+                     AND (j.metadata ->> 'reclaimed_unstarted') ~ '^-?[0-9]+$'
+                THEN (j.metadata ->> 'reclaimed_unstarted')::numeric ELSE 0 END)
+            ELSE j.metadata END,
+        last_error = CASE WHEN e.unstarted THEN j.last_error
+                          ELSE 'LeaseExpired: ' || e.error END,
+        error_class = CASE WHEN e.unstarted THEN j.error_class ELSE 'LeaseExpired' END,
         locked_by = NULL,
         lock_expires_at = NULL
     FROM expired e, req r
@@ -57,10 +68,14 @@ recorded AS (
     SELECT e.id, e.attempt, e.locked_by, e.started_at, r.now,
            CASE WHEN e.spent THEN 'crashed' ELSE 'lease_expired' END, 'LeaseExpired', e.error
     FROM expired e, req r
+    WHERE NOT e.unstarted
     ORDER BY e.id
     RETURNING job_id
 )
-SELECT m.id, m.status, (SELECT count(*) FROM recorded) AS recorded FROM moved m ORDER BY m.id
+SELECT m.id, m.status, e.unstarted, (SELECT count(*) FROM recorded) AS recorded
+FROM moved m
+JOIN expired e ON e.id = m.id
+ORDER BY m.id
 
 -- name: time_to_lease_expiry
 -- The leader sleeps this long, then reclaims: a delay on the database's clock, so the

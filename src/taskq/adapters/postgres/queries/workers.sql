@@ -86,14 +86,15 @@ SELECT worker_id, hostname, pid, queues, started_at, last_seen_at, worker_label
 FROM {schema}.workers
 
 -- name: isolate_worker
--- Retryable jobs with attempts left wait again (attempt kept), the rest crash; each gets a HeartbeatLost attempt row.
+-- Every running job of a worker that lets go of them without its consumers (isolate-self, a hard exit, a watchdog trip).
+-- Never started: pending again, attempt refunded, no attempt row. Started: a retryable actor's job waits until retry_at with its attempt refunded (an interrupted row), any other crashes; a requested cancel ends it cancelled.
 WITH req AS MATERIALIZED (
     SELECT coalesce(:now::timestamptz, now()) AS now
 ),
 owned AS (
     SELECT j.id, j.attempt, j.locked_by, j.started_at,
-           (j.actor = ANY (:retryable_actors::text[])
-            AND (j.max_attempts IS NULL OR j.attempt < j.max_attempts)) AS retry
+           j.started_at IS NULL AS unstarted,
+           j.actor = ANY (:retryable_actors::text[]) AS retry
     FROM {schema}.jobs j
     WHERE j.locked_by = :worker_id::text AND j.status = 'running'
     ORDER BY j.id
@@ -101,17 +102,21 @@ owned AS (
 ),
 moved AS (
     UPDATE {schema}.jobs j
-    SET status = CASE WHEN NOT o.retry THEN 'crashed'
-                      WHEN j.cancel_phase >= 1 THEN 'cancelled'  -- asked to stop: not again
+    SET status = CASE WHEN j.cancel_phase >= 1 THEN 'cancelled'  -- asked to stop: not again
+                      WHEN o.unstarted THEN 'pending'
+                      WHEN NOT o.retry THEN 'crashed'
                       WHEN :retry_at::timestamptz <= r.now THEN 'pending'
                       ELSE 'scheduled' END,
-        scheduled_at = CASE WHEN NOT o.retry OR j.cancel_phase >= 1 THEN j.scheduled_at
+        scheduled_at = CASE WHEN j.cancel_phase >= 1 OR o.unstarted OR NOT o.retry
+                                THEN j.scheduled_at
                             WHEN :retry_at::timestamptz <= r.now THEN r.now
                             ELSE :retry_at::timestamptz END,
-        finished_at = CASE WHEN o.retry AND j.cancel_phase < 1 THEN j.finished_at
-                           ELSE r.now END,
-        last_error = :last_error::text,
-        error_class = 'HeartbeatLost',
+        finished_at = CASE WHEN j.cancel_phase >= 1 OR NOT (o.unstarted OR o.retry) THEN r.now
+                           ELSE j.finished_at END,
+        attempt = CASE WHEN o.unstarted OR o.retry THEN greatest(j.attempt - 1, 0)
+                       ELSE j.attempt END,
+        last_error = CASE WHEN o.unstarted THEN j.last_error ELSE :last_error::text END,
+        error_class = CASE WHEN o.unstarted THEN j.error_class ELSE :error_class::text END,
         locked_by = NULL,
         lock_expires_at = NULL
     FROM owned o, req r
@@ -123,9 +128,10 @@ recorded AS (
         job_id, attempt, worker_id, started_at, finished_at, outcome, error_class, error
     )
     SELECT o.id, o.attempt, o.locked_by, o.started_at, r.now,
-           CASE WHEN o.retry THEN 'heartbeat_lost' ELSE 'crashed' END,
-           'HeartbeatLost', :error::text
+           CASE WHEN o.retry THEN 'interrupted' ELSE 'crashed' END,
+           :error_class::text, :error::text
     FROM owned o, req r
+    WHERE NOT o.unstarted
     ORDER BY o.id
     RETURNING job_id
 )

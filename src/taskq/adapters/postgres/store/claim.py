@@ -65,6 +65,7 @@ class ClaimOps(StoreCore):
             "limit": request.limit,
             "worker_id": request.worker_id,
             "lease": request.lease,
+            "start_now": max(request.start_now, 0),
         }
         shape = (tuple(queues), tuple(actors))
         lost: list[Lease] = []

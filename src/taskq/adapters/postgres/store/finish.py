@@ -14,7 +14,7 @@ from taskq.adapters.postgres.store.rows import check_aware, dump_optional_json
 from taskq.domain.errors import IllegalTransition, LeaseLost
 from taskq.domain.job import Lease
 from taskq.domain.status import TERMINAL
-from taskq.ports.store_params import Finish, Reschedule
+from taskq.ports.store_params import Finish, Interruption, Reschedule
 
 OUTCOME_RETRIED = "retried"
 OUTCOME_SNOOZED = "snoozed"
@@ -57,7 +57,15 @@ WRITE_PARAMS: Final = (
 )
 #: finish_and_claim's claim parameters when it only writes (a claim of nothing).
 NO_CLAIM: Final[Mapping[str, object]] = MappingProxyType(
-    {"now": None, "queue": None, "actors": [], "limit": 0, "worker_id": None, "lease": None}
+    {
+        "now": None,
+        "queue": None,
+        "actors": [],
+        "limit": 0,
+        "worker_id": None,
+        "lease": None,
+        "start_now": 0,
+    }
 )
 
 
@@ -159,6 +167,23 @@ class FinishOps(StoreCore):
             error_class=request.error_class,
             traceback=request.traceback,
             outcome=OUTCOME_SNOOZED if request.snooze else OUTCOME_RETRIED,
+            started_ago=request.started_ago,
+        )
+        if row is None:
+            raise LeaseLost(request.lease.job_id, request.lease.fencing_token)
+
+    async def interrupt(self, request: Interruption) -> None:
+        now = self._begin(request.now)
+        check_aware_field("run_at", request.run_at)
+        row = await self._driver.fetchrow(
+            "interrupt_job",
+            job_id=request.lease.job_id,
+            fencing_token=request.lease.fencing_token,
+            now=now,
+            retryable=request.retryable,
+            run_at=request.run_at,
+            error=request.error,
+            error_class=request.error_class,
             started_ago=request.started_ago,
         )
         if row is None:

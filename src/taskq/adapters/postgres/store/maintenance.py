@@ -22,7 +22,10 @@ class MaintenanceOps(StoreCore):
             return tuple(row["id"] for row in rows if row["status"] == status)
 
         return ReclaimReport(
-            repended=ids("pending"), crashed=ids("crashed"), cancelled=ids("cancelled")
+            repended=ids("pending"),
+            crashed=ids("crashed"),
+            cancelled=ids("cancelled"),
+            unstarted=tuple(row["id"] for row in rows if row["unstarted"]),
         )
 
     async def time_to_lease_expiry(self, *, now: datetime | None = None) -> timedelta | None:

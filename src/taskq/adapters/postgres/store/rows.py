@@ -224,6 +224,7 @@ def _claimed(
         trace_id=row["trace_id"],
         span_id=row["span_id"],
         unreadable=unreadable,
+        started=row["started"],
     )
 
 

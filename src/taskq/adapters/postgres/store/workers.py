@@ -16,9 +16,8 @@ from taskq.ports.store_params import (
     RunningJobView,
     WorkerInfo,
     WorkerRecord,
+    isolation_error,
 )
-
-HEARTBEAT_LOST = "HeartbeatLost"
 
 
 class WorkerOps(StoreCore):
@@ -75,7 +74,7 @@ class WorkerOps(StoreCore):
     async def isolate_worker(self, request: Isolation) -> list[int]:
         now = self._begin(request.now)
         check_aware_field("retry_at", request.retry_at)
-        error = f"worker {request.worker_id} lost its heartbeat and isolated itself"
+        error = isolation_error(request)
         rows = await self._driver.fetch(
             "isolate_worker",
             now=now,
@@ -83,7 +82,8 @@ class WorkerOps(StoreCore):
             retryable_actors=list(request.retryable_actors),
             retry_at=request.retry_at,
             error=error,
-            last_error=f"{HEARTBEAT_LOST}: {error}",
+            error_class=request.error_class,
+            last_error=f"{request.error_class}: {error}",
         )
         return [row["id"] for row in rows]
 
