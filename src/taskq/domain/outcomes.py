@@ -16,6 +16,7 @@ into an :data:`Outcome`; ``taskq.domain.retry.decide`` maps it to a
     Snoozed(delay)               SnoozeUntil(run_at) | Fail("DeadlineExceeded")
     RetriedAfter(delay, budget)  Retry(run_at, ...) | Fail
     CancelledByRequest()         Cancel()
+    Interrupted(cls, msg)        Interrupt(retryable, cls, msg)
     LateStart(deadline, claimed) Fail("DeadlineExceeded")
 """
 
@@ -160,6 +161,15 @@ class CancelledByRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class Interrupted:
+    """The worker stopped the attempt for its own reasons (its shutdown, a lost lease):
+    not the job's failure and not a user's cancel. ``error_class`` names the reason."""
+
+    error_class: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
 class LateStart:
     """The job's deadline had passed when it was claimed (database time); the actor never
     ran. The deadline sweep fails such waiting jobs every 30 s; a claim can come first."""
@@ -169,7 +179,14 @@ class LateStart:
 
 
 Outcome = (
-    Succeeded | Raised | PayloadInvalid | Snoozed | RetriedAfter | CancelledByRequest | LateStart
+    Succeeded
+    | Raised
+    | PayloadInvalid
+    | Snoozed
+    | RetriedAfter
+    | CancelledByRequest
+    | Interrupted
+    | LateStart
 )
 
 
@@ -242,7 +259,17 @@ class Cancel:
     """Mark the job cancelled."""
 
 
-Decision = Complete | Retry | SnoozeUntil | Fail | Cancel
+@dataclass(frozen=True, slots=True)
+class Interrupt:
+    """Hand the interrupted job back (``JobFinisher.interrupt``): a ``retryable`` one waits
+    again with its attempt refunded, any other is abandoned (it never runs twice)."""
+
+    retryable: bool
+    error_class: str
+    error: str
+
+
+Decision = Complete | Retry | SnoozeUntil | Fail | Cancel | Interrupt
 
 __all__ = [
     "MAX_ERROR_MESSAGE",
@@ -251,6 +278,8 @@ __all__ = [
     "Complete",
     "Decision",
     "Fail",
+    "Interrupt",
+    "Interrupted",
     "LateStart",
     "Outcome",
     "PayloadInvalid",

@@ -17,6 +17,8 @@ Decision (``decide``), first matching row wins::
     ──────────────────  ─────────────────────────────────────────────  ────────────────────────
     Succeeded           always (even past the deadline)                Complete(result)
     CancelledByRequest  always                                         Cancel()
+    Interrupted         always (not the job's failure: no attempt      Interrupt(retryable =
+                          used; a non_retryable job is abandoned)        kind != non_retryable)
     PayloadInvalid      always (never retried)                         Fail(PayloadValidationError)
     LateStart           always (the actor never ran)                   Fail(DeadlineExceeded)
     Raised              retryable=False or kind non_retryable          Fail(<error class>)
@@ -74,6 +76,8 @@ from taskq.domain.outcomes import (
     Complete,
     Decision,
     Fail,
+    Interrupt,
+    Interrupted,
     LateStart,
     Outcome,
     PayloadInvalid,
@@ -361,6 +365,8 @@ def decide(
         return Complete(outcome.result)
     if isinstance(outcome, CancelledByRequest):
         return Cancel()
+    if isinstance(outcome, Interrupted):
+        return Interrupt(policy.kind != "non_retryable", outcome.error_class, outcome.message)
     if isinstance(outcome, PayloadInvalid):
         return Fail(PAYLOAD_VALIDATION_ERROR, outcome.message)
     if isinstance(outcome, LateStart):

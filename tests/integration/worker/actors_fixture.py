@@ -68,16 +68,19 @@ async def _pool() -> asyncpg.Pool:
     return pool
 
 
-async def record_start(ctx: JobContext[Any]) -> None:
-    """Insert this attempt's side-effect row (committed before the actor goes on)."""
+async def record_start(ctx: JobContext[Any]) -> int:
+    """Insert this attempt's side-effect row (committed before the actor goes on); how
+    many runs of the job came before this one."""
     schema = os.environ["TASKQ_SCHEMA_NAME"]
     pool = await _pool()
-    await pool.execute(
-        f"INSERT INTO {schema}.side_effects (job_id, attempt, worker_pid) VALUES ($1, $2, $3)",
+    before: int = await pool.fetchval(
+        f"INSERT INTO {schema}.side_effects (job_id, attempt, worker_pid) VALUES ($1, $2, $3) "
+        f"RETURNING (SELECT count(*) FROM {schema}.side_effects WHERE job_id = $1)",
         ctx.job_id,
         ctx.attempt,
         os.getpid(),
     )
+    return before
 
 
 @actor
@@ -93,6 +96,30 @@ async def block_first(payload: Item, ctx: JobContext[Item]) -> int:
     if ctx.attempt == 1:
         await asyncio.sleep(BLOCK_SECONDS)
     return ctx.attempt
+
+
+async def _block_first_run(ctx: JobContext[Item]) -> int:
+    # The job's first run waits, deaf to its cancel event (a cancelled task still stops
+    # it); any later run completes at once, whatever its attempt number.
+    if await record_start(ctx) == 0:
+        await asyncio.sleep(BLOCK_SECONDS)
+    return ctx.attempt
+
+
+@actor
+async def block_first_run(payload: Item, ctx: JobContext[Item]) -> int:
+    return await _block_first_run(ctx)
+
+
+@actor(retry=RetryPolicy(kind="non_retryable"))
+async def block_first_run_once(payload: Item, ctx: JobContext[Item]) -> int:
+    return await _block_first_run(ctx)
+
+
+@actor(retry=RetryPolicy(kind="non_retryable"))
+async def record_once(payload: Item, ctx: JobContext[Item]) -> int:
+    await record_start(ctx)
+    return payload.n
 
 
 @actor(retry=FLAKY_RETRY)
@@ -170,6 +197,9 @@ async def oversized_result(payload: Item, ctx: JobContext[Item]) -> Blob:
 registry = [
     record,
     block_first,
+    block_first_run,
+    block_first_run_once,
+    record_once,
     flaky,
     nap,
     fail_always,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 import time
+from datetime import UTC, datetime, timedelta
 
 import asyncpg
 import pytest
@@ -118,26 +119,44 @@ async def _sigterm_once_started(
     return worker, handle, await worker.wait(within=grace)
 
 
+async def _handed_back_after_the_old_process(
+    client: JobsClient, handle: JobHandle[None], signalled: datetime
+) -> None:
+    """The job waits again as the same attempt, due no sooner than the old process's
+    termination deadline plus the exit guard's grace, with an interrupted attempt."""
+    job = await client.get(handle.job_id)
+    assert job is not None
+    assert (job.status, job.attempt) == (JobStatus.SCHEDULED, 0)
+    grace = float(FAST_WORKER_ENV["TASKQ_TERMINATION_GRACE_PERIOD"])
+    assert job.scheduled_at >= signalled + timedelta(seconds=grace)
+    [attempt] = await client.attempts(handle.job_id)
+    assert (attempt.outcome, attempt.error_class) == ("interrupted", "WorkerShutdown")
+
+
 async def test_sigterm_with_a_hung_sync_job_still_ends_the_process(
     db: Database, conn: asyncpg.Connection, client: JobsClient, workers: WorkerSpawner
 ) -> None:
     """A plain def job stuck for good (it never returns, never checks its cancel request):
-    SIGTERM cancels it after the grace periods and the process exits 0 within the
-    termination grace; the thread still running it does not keep the process alive."""
+    SIGTERM interrupts it after the grace periods and the process exits 0 within the
+    termination grace; the thread still running it does not keep the process alive. The
+    job waits again, attempt not counted, due only once that process has surely ended."""
+    signalled = datetime.now(UTC)
     worker, handle, code = await _sigterm_once_started(db, conn, client, workers, hang)
     assert code == 0, worker.output_tail()
-    assert await handle.status() is JobStatus.CANCELLED
+    await _handed_back_after_the_old_process(client, handle, signalled)
 
 
 async def test_sigterm_with_an_async_job_that_ignores_cancellation_still_ends_the_process(
     db: Database, conn: asyncpg.Connection, client: JobsClient, workers: WorkerSpawner
 ) -> None:
     """An async job that swallows every cancellation keeps its task pending, which would
-    hold the event loop's close forever: the job ends abandoned, and the process exits
-    with the worker's code within the termination grace, saying it forced the exit."""
+    hold the event loop's close forever: the job is handed back (waiting again, due once
+    the old process has surely ended), and the process exits with the worker's code
+    within the termination grace, saying it forced the exit."""
+    signalled = datetime.now(UTC)
     worker, handle, code = await _sigterm_once_started(db, conn, client, workers, stubborn)
     assert code == 0, worker.output_tail()
-    assert await handle.status() is JobStatus.ABANDONED
+    await _handed_back_after_the_old_process(client, handle, signalled)
     forced = [r for r in worker.log_records() if r.get("event") == "worker-exit-forced"]
     assert len(forced) == 1, worker.output_tail()
 
@@ -148,7 +167,8 @@ async def test_sighup_shuts_down_gracefully_like_sigterm(
     """SIGHUP (a closed terminal) killed the worker (exit 129) leaving its claimed jobs
     running until their leases expired and its workers row behind; now it drains."""
     worker = workers.start(db.worker_env())
-    handle = await client.enqueue(nap, Nap(seconds=1.0, cooperative=False))
+    # Shorter than the 1 s cancellation grace, even on a loaded machine.
+    handle = await client.enqueue(nap, Nap(seconds=0.3, cooperative=False))
 
     async def running() -> bool:
         return bool(

@@ -34,7 +34,16 @@ from typing import Any, Final
 from taskq.app.worker import events
 from taskq.app.worker.state import ActiveJob, WorkerState
 from taskq.domain.job import ClaimedJob
-from taskq.domain.outcomes import Cancel, Complete, Decision, Fail, Outcome, Raised, Retry
+from taskq.domain.outcomes import (
+    Cancel,
+    Complete,
+    Decision,
+    Fail,
+    Interrupt,
+    Outcome,
+    Raised,
+    Retry,
+)
 
 _DEBUG: Final = logging.DEBUG
 _enabled: Final = events.log.isEnabledFor
@@ -45,6 +54,7 @@ _ENDED_AS: Final[dict[type, str]] = {
     Retry: "retried",
     Fail: "failed",
     Cancel: "cancelled",
+    Interrupt: "interrupted",
 }
 
 

@@ -3,36 +3,39 @@
 Dispatch sequence of one job (the worker guide's, in order):
 
 1. actor lookup: unknown → ``dispatch-actor-not-found``, released back (10 s);
-2. registered as active; its start mark is written only if it is still
-   running a moment later (``start_marks``), the terminal write otherwise
-   records when it began;
+2. registered as active; a job the claim did not start gets its start mark
+   only if it is still running a moment later (``start_marks``), the terminal
+   write otherwise records when it began;
 3. payload validation: failure → ``failed``, never retried, message stored;
 4. DI scope + ``JobContext`` with a fresh ``cancel_event``;
-5. invocation in its own task (so a forced cancel never kills the consumer);
+5. the start gate: a claimed-ahead job of a non_retryable actor (or one a dead
+   worker held unstarted) runs only once its batched ``mark_started`` found
+   the lease held (``start_gate``), so a crash can never make it run twice;
+6. invocation in its own task (so a forced cancel never kills the consumer);
    on Python 3.12+ the task starts eagerly: an actor that never suspends
    is done when its task is created, without an event-loop turn;
-6. outcome → :func:`taskq.domain.retry.decide` → finish or reschedule,
-   shielded from cancellation; ``LeaseLost`` is logged, never retried.
+7. outcome → :func:`taskq.domain.retry.decide` → finish, reschedule or
+   interrupt, shielded from cancellation; ``LeaseLost`` is logged, never retried.
    Terminal writes are batched across consumers (group commit) and the
    consumer takes its next job without waiting for its write to land
    (unless too many writes are outstanding): the write then holds the
    lease, the slot is free for the next job;
-7. TRANSIENT scope teardown (the scope's ``async with`` around the invocation).
+8. TRANSIENT scope teardown (the scope's ``async with`` around the invocation).
 
 How an attempt that was asked to stop ends (``ctx.cancel_event`` records
 whether the actor saw the request: read ``ctx.cancelled`` or awaited it):
 
-- the task was force-cancelled (cancel grace over, or shutdown FORCING, which
-  persists cancel phase FORCED) → ``cancelled``;
-- cancel requested through the API, and the actor returned after seeing it,
-  or raised → ``cancelled``; returned without seeing it → as it ended
-  (``succeeded``: the work was done);
-- the *shutdown* asked, and the actor returned after seeing it → rescheduled
-  at once without using an attempt (error class ``WorkerShutdown``): the
-  worker's own shutdown is not the job's failure, another worker runs it; a
-  job that finished without looking, or raised, ends as it would have;
+- a user's cancel (through the API): the actor returned after seeing it,
+  raised, or its task was force-cancelled → ``cancelled``; returned without
+  seeing it → as it ended (``succeeded``: the work was done);
+- the worker's own *shutdown* asked (or its lease was lost): the actor
+  returned after seeing it, raised after seeing it, or its task was
+  force-cancelled → interrupted (``Interrupted`` → ``JobFinisher.interrupt``):
+  a retryable job waits again with its attempt refunded, a non-retryable one
+  is abandoned; never ``cancelled``, which only a user asks for. A job that
+  finished without looking ends as it would have;
 - the abandonment was already queued → no write at all (the heartbeat or the
-  shutdown owns that terminal write; one terminal outcome per attempt).
+  shutdown owns that write; one outcome per attempt).
 """
 
 from __future__ import annotations
@@ -49,9 +52,11 @@ from taskq.app.context import JobContext
 from taskq.app.worker import attempt_log, events
 from taskq.app.worker.actor_threads import ActorThreads, ThreadHooks
 from taskq.app.worker.batching import GroupCommit
+from taskq.app.worker.hand_back import until_this_process_ends
 from taskq.app.worker.limits import NO_LIMITS, ActorLimits, Denied, declares_limits
 from taskq.app.worker.protocols import ActorScopes
 from taskq.app.worker.refused_writes import FailedInstead, Written
+from taskq.app.worker.start_gate import StartGate, needs_gate
 from taskq.app.worker.start_marks import StartMarks
 from taskq.app.worker.state import ActiveJob, WorkerState
 from taskq.app.worker.waiting import kept, until_stopped
@@ -63,11 +68,12 @@ from taskq.domain.outcomes import (
     CancelledByRequest,
     Complete,
     Fail,
+    Interrupt,
+    Interrupted,
     LateStart,
     Outcome,
     PayloadInvalid,
     Raised,
-    RetriedAfter,
     Retry,
     RetryAfter,
     Snooze,
@@ -78,15 +84,16 @@ from taskq.domain.outcomes import (
 )
 from taskq.domain.retry import decide
 from taskq.domain.status import JobStatus
-from taskq.ports.store_params import Finish, Reschedule
+from taskq.ports.store_params import Finish, Interruption, Reschedule
 
 #: How long a job of an actor this worker does not know waits before it is offered again.
 UNKNOWN_ACTOR_RELEASE_DELAY: Final = timedelta(seconds=10)
 #: Error class recorded on an attempt interrupted by the worker's own shutdown.
 WORKER_SHUTDOWN: Final = "WorkerShutdown"
+#: Error class recorded on an attempt stopped because the worker lost the job's lease.
+LEASE_LOST: Final = "LeaseLost"
 #: The write that gives a job back unrun (an actor this worker lacks).
 RELEASE: Final = "release"
-_SHUTDOWN_MESSAGE: Final = "interrupted by worker shutdown; rescheduled without using an attempt"
 
 #: Outstanding terminal writes per consumer slot before a consumer waits for its own.
 WRITE_BACKLOG_PER_SLOT: Final = 4
@@ -111,11 +118,13 @@ class Dispatcher:
         *,
         completer: Completer,
         marks: StartMarks,
+        gate: StartGate,
     ) -> None:
         self.state = state
         self.scopes = scopes
         self.completer = completer
         self.marks = marks
+        self.gate = gate
         self._backlog_limit = WRITE_BACKLOG_PER_SLOT * state.settings.max_concurrency
         self._retries: set[asyncio.Task[None]] = set()
         # Plain ``def`` actors run here, all max_concurrency of them at once (see
@@ -195,8 +204,10 @@ class Dispatcher:
             await self._release_unknown(job)
             return None
         active = ActiveJob(job, ref)
+        active.gated = needs_gate(job, ref.retry)
         state.active.add(active)
-        self.marks.started(active)
+        # Started by its claim, or to be marked by the gate before it runs: no lazy mark.
+        self.marks.started(active, marked=job.started or active.gated)
         # A shutdown already cancelling covers jobs that start after it began.
         if state.shutdown_cancel == "cooperative":
             active.request_cancel("shutdown")
@@ -212,7 +223,7 @@ class Dispatcher:
             state.active.remove(job.id)
             self.marks.ended(active)
             return None
-        return await self._conclude(active, *ended)
+        return await self._conclude(active, ended)
 
     async def _release_unknown(self, job: ClaimedJob) -> None:
         events.emit(
@@ -228,37 +239,39 @@ class Dispatcher:
             job, RELEASE, self.state.store.release(job.lease, delay=UNKNOWN_ACTOR_RELEASE_DELAY)
         )
 
-    async def _execute(self, active: ActiveJob) -> tuple[Outcome, bool] | None:
-        """Run the actor: (outcome, interrupted by shutdown), or None when the
-        worker stopped waiting for it (the shutdown completed without it)."""
+    async def _execute(self, active: ActiveJob) -> Outcome | None:
+        """Run the actor: how the attempt ended, or None when it must not run (its gate's
+        start mark did not find the lease held) or the worker stopped waiting for it."""
         job, ref = active.job, active.ref
         if job.unreadable is not None:
-            return PayloadInvalid(job.unreadable), False
+            return PayloadInvalid(job.unreadable)
         deadline = job.schedule_to_close
         if deadline is not None:
             # The claim's own time, on the database clock: its lease ends one lease later.
             claimed_at = job.lock_expires_at - self.state.lease
             if claimed_at >= deadline:
-                return LateStart(deadline, claimed_at), False  # not worth starting now
+                return LateStart(deadline, claimed_at)  # not worth starting now
         try:
             payload = ref.load_payload(job.payload)
             # Built only for an actor that takes it (the usual actor does not).
             ctx = self._context(active, payload) if getattr(ref, "wants_context", True) else None
         except PayloadValidationError as exc:
-            return PayloadInvalid(str(exc)), False
+            return PayloadInvalid(str(exc))
         except Exception as exc:
             # A model validator that raised something else: the same payload will again.
-            return Raised.from_exception(exc, retryable=False), False
+            return Raised.from_exception(exc, retryable=False)
         admitted = NO_LIMITS
         if self.limits is not None and declares_limits(ref):  # no await for other actors
             try:
                 granted = await self.limits.acquire(ref, payload, job_id=job.id)
             except PayloadValidationError as exc:  # a key the payload cannot fill
-                return PayloadInvalid(str(exc)), False
+                return PayloadInvalid(str(exc))
             if isinstance(granted, Denied):
-                return Snoozed(granted.retry_after), False  # not invoked, no attempt used
+                return Snoozed(granted.retry_after)  # not invoked, no attempt used
             admitted = granted
         try:
+            if active.gated and not await self._through_gate(active):
+                return None
             return await self._invoke_in_task(active, payload, ctx)
         finally:
             if admitted.reservations and self.limits is not None:
@@ -266,9 +279,44 @@ class Dispatcher:
                 # runs its finally. Best-effort; the lease expiry frees what slips.
                 await self.limits.release(admitted, job_id=job.id)
 
+    async def _through_gate(self, active: ActiveJob) -> bool:
+        """Mark a gated job started before it runs; False when it must not run.
+
+        The mark must land first: only then does an empty ``started_at`` mean the
+        job never ran. A lease found gone means the drain or the sweep gave the job
+        to someone else; a mark that fails leaves it unstarted and owned by this
+        worker until the heartbeat gives it back as an orphan.
+        """
+        state, job = self.state, active.job
+        mark = self.gate.mark(job.lease)
+        try:
+            held = await until_stopped(
+                state.clock,
+                asyncio.shield(mark),
+                state.shutdown_event,
+                state.settings.heartbeat_command_timeout,
+            )
+        except (TaskQError, TimeoutError) as exc:
+            events.emit(
+                events.JOB_WRITE_FAILED, logging.ERROR, job_id=job.id, write="start", error=str(exc)
+            )
+            return False
+        if not held:
+            level = logging.INFO if state.shutdown_in_progress else logging.WARNING
+            events.emit(
+                events.JOB_LEASE_LOST,
+                level,
+                job_id=job.id,
+                fencing_token=job.fencing_token,
+                write="start",
+            )
+            return False
+        # The shutdown gave it back unrun while the mark was under way.
+        return not active.abandon_queued
+
     async def _invoke_in_task(
         self, active: ActiveJob, payload: Any, ctx: JobContext[Any] | None
-    ) -> tuple[Outcome, bool] | None:
+    ) -> Outcome | None:
         job, ref = active.job, active.ref
         attempt_log.started(job)
         coro, name = self._invoke(active, payload, ctx), f"taskq-job-{job.id}"
@@ -321,8 +369,8 @@ class Dispatcher:
                 return await ref.run(payload, ctx, {}, executor=self._threads)
             async with self.scopes.actor_scope(ref) as deps:
                 return await self._run_actor(active, payload, ctx, deps)
-        except (Exception, asyncio.CancelledError):
-            raise  # an error of the job, or its cancellation
+        except (Exception, asyncio.CancelledError, GeneratorExit):
+            raise  # an error of the job, its cancellation, or its coroutine closed
         except BaseException as exc:
             raise ActorBaseException(exc) from exc
 
@@ -355,7 +403,7 @@ class Dispatcher:
         return value
 
     async def _conclude(
-        self, active: ActiveJob, outcome: Outcome, interrupted: bool
+        self, active: ActiveJob, outcome: Outcome
     ) -> asyncio.Future[Written] | None:
         """Write how the attempt ended; a terminal write is returned unawaited."""
         job, state = active.job, self.state
@@ -379,7 +427,7 @@ class Dispatcher:
             and consumer_skips_mark_cancelled(state.cancel_controller.phase_of(job.id))
         ):
             self.marks.ended(active)
-            return None  # the abandonment owns the terminal write
+            return None  # the abandonment owns the write
         active.finishing = True
         # The job stays with the start marks until its write is answered: its row is
         # still running until then, and a drain must not take it for an unstarted one.
@@ -388,11 +436,34 @@ class Dispatcher:
             finish = _finish_of(active, decision, started_ago)
             return self._submit(active, finish, type(decision).__name__, 0)
         try:
-            reschedule = self._reschedule(active, decision, interrupted, started_ago)
-            await self._guarded_write(job, type(decision).__name__, reschedule)
+            if isinstance(decision, Interrupt):
+                await self._interrupt(active, decision, started_ago)
+            else:
+                reschedule = self._reschedule(active, decision, started_ago)
+                await self._guarded_write(job, type(decision).__name__, reschedule)
         finally:
             self.marks.ended(active)
         return None
+
+    async def _interrupt(
+        self, active: ActiveJob, decision: Interrupt, started_ago: timedelta | None
+    ) -> None:
+        """Hand an interrupted job back: waiting again (retryable) or abandoned."""
+        job, state = active.job, self.state
+        run_at = state.clock.now()
+        if active.forced and not getattr(active.ref, "is_async", True):
+            # Its task is cancelled but a thread cannot be: the code may run on here.
+            run_at += until_this_process_ends(state)
+        request = Interruption(
+            lease=job.lease,
+            retryable=decision.retryable,
+            run_at=run_at,
+            error_class=decision.error_class,
+            error=decision.error,
+            started_ago=started_ago,
+        )
+        if await self._guarded_write(job, "Interrupt", state.store.interrupt(request)):
+            log_interrupted(active, decision.retryable, decision.error)
 
     def _submit(
         self, active: ActiveJob, finish: Finish, what: str, retries: int
@@ -512,11 +583,7 @@ class Dispatcher:
             await asyncio.shield(write)
 
     async def _reschedule(
-        self,
-        active: ActiveJob,
-        decision: Retry | SnoozeUntil,
-        interrupted: bool,
-        started_ago: timedelta | None,
+        self, active: ActiveJob, decision: Retry | SnoozeUntil, started_ago: timedelta | None
     ) -> None:
         job = active.job
         if isinstance(decision, SnoozeUntil):
@@ -532,9 +599,9 @@ class Dispatcher:
                 lease=job.lease,
                 run_at=decision.run_at,
                 refund_attempt=decision.refund_attempt,
-                error=_SHUTDOWN_MESSAGE if interrupted else decision.error,
-                error_class=WORKER_SHUTDOWN if interrupted else decision.error_class,
-                traceback=None if interrupted else decision.traceback,
+                error=decision.error,
+                error_class=decision.error_class,
+                traceback=decision.traceback,
                 started_ago=started_ago,
             )
         await self.state.store.reschedule(request)
@@ -582,12 +649,8 @@ class Dispatcher:
         return True
 
 
-def _outcome_of(active: ActiveJob, task: asyncio.Task[Any]) -> tuple[Outcome, bool]:
-    """How the attempt ended, given why (and whether) it was asked to stop.
-
-    The flag is true when the attempt was interrupted by the worker's shutdown
-    (rescheduled without using an attempt).
-    """
+def _outcome_of(active: ActiveJob, task: asyncio.Task[Any]) -> Outcome:
+    """How the attempt ended, given why (and whether) it was asked to stop."""
     reason = active.cancel_reason
     if active.actor_ended is not None:
         # The actor had ended: a cancel during its teardown cannot change that.
@@ -600,31 +663,47 @@ def _outcome_of(active: ActiveJob, task: asyncio.Task[Any]) -> tuple[Outcome, bo
             # leaks one). An error of the attempt, retried as its policy says, not a cancel.
             return Raised(
                 "CancelledError", "the actor raised CancelledError; no cancel was requested"
-            ), False
-        return CancelledByRequest(), False
+            )
+        if reason == "request":
+            return CancelledByRequest()
+        return _interrupted(active)
     else:
         exc = task.exception()
         value = task.result() if exc is None else None
     if exc is None:
         if reason is not None and active.cancel_event.observed:
             # A cooperative early return: the actor saw the request and stopped.
-            if reason == "shutdown":
-                return RetriedAfter(timedelta(0), consume_budget=False), True
-            return CancelledByRequest(), False
+            return CancelledByRequest() if reason == "request" else _interrupted(active)
         try:
             # Finished without looking at the request: the work is done.
-            return Succeeded(active.ref.dump_result(value)), False
+            return Succeeded(active.ref.dump_result(value))
         except Exception as dump_error:
             # The same result will not serialise next time either.
-            return Raised.from_exception(dump_error, retryable=False), False
+            return Raised.from_exception(dump_error, retryable=False)
     if reason == "request":
-        return CancelledByRequest(), False
+        return CancelledByRequest()
+    if reason is not None and active.cancel_event.observed:
+        return _interrupted(active)  # it raised to stop, as the worker asked
     if isinstance(exc, Snooze | RetryAfter):
-        return outcome_from_exception(exc), False
+        return outcome_from_exception(exc)
     if isinstance(exc, ActorBaseException):
-        return Raised.from_exception(exc.original), False
+        return Raised.from_exception(exc.original)
     retryable = not isinstance(exc, PayloadValidationError)
-    return Raised.from_exception(exc, retryable=retryable), False
+    return Raised.from_exception(exc, retryable=retryable)
+
+
+def _interrupted(active: ActiveJob) -> Interrupted:
+    """The worker's own reason for stopping the attempt, said as it happened."""
+    if active.cancel_reason == "lease_lost":
+        return Interrupted(
+            LEASE_LOST, "the worker lost the job's lease (isolated, or the lease was reclaimed)"
+        )
+    how = (
+        "still running after the cancellation grace, its task was cancelled"
+        if active.forced
+        else "the actor stopped when its cancel_event was set"
+    )
+    return Interrupted(WORKER_SHUTDOWN, f"interrupted by the worker's shutdown: {how}")
 
 
 class ActorBaseException(Exception):
@@ -668,20 +747,41 @@ def _finish_of(
             result_ttl=ref.result_ttl,
             started_ago=started_ago,
         )
+    message = (
+        "cancel requested; still running after cancellation_grace_period, task cancelled"
+        if active.forced
+        else "cancel requested"
+    )
     return Finish(
-        lease=job.lease,
-        status=JobStatus.CANCELLED,
-        error=_cancel_message(active),
-        started_ago=started_ago,
+        lease=job.lease, status=JobStatus.CANCELLED, error=message, started_ago=started_ago
     )
 
 
-def _cancel_message(active: ActiveJob) -> str:
-    if active.cancel_reason == "shutdown":
-        return "cancelled by worker shutdown: still running after cancellation_grace_period"
-    if active.forced:
-        return "cancel requested; still running after cancellation_grace_period, task cancelled"
-    return "cancel requested"
+def log_interrupted(active: ActiveJob, retryable: bool, why: str) -> None:
+    """Say what became of an interrupted job: waiting again, or abandoned (non-retryable)."""
+    job = active.job
+    if retryable:
+        events.emit(
+            events.JOB_INTERRUPTED,
+            logging.WARNING,
+            job_id=job.id,
+            actor=job.actor,
+            queue=job.queue,
+            attempt=job.attempt,
+            reason=why,
+            then="waits again; the attempt is not counted",
+        )
+    else:
+        events.emit(
+            events.JOB_ABANDONED,
+            logging.ERROR,
+            job_id=job.id,
+            actor=job.actor,
+            queue=job.queue,
+            attempt=job.attempt,
+            reason=why,
+            then="abandoned: a non_retryable job never runs twice",
+        )
 
 
 __all__ = [

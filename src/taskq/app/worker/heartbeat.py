@@ -22,8 +22,9 @@ Each beat is given up after ``heartbeat_command_timeout`` (abandoned, not
 waited for: on a blackholed connection the cancellation hangs too). After more
 than ``max_heartbeat_failures`` consecutive failures, or sooner when the next
 beat could not end before the leases last extended run out, the worker
-isolates itself: ``store.isolate_worker`` hands its jobs back (retryable
-actors) or marks them crashed, local tasks are cancelled, and the shutdown
+isolates itself: ``hand_back`` gives its jobs back by the rule for
+interruptions (unstarted and retryable ones wait again, attempt not counted;
+started non-retryable ones crash), local tasks are cancelled, and the shutdown
 event is set, so the process exits with code 1.
 """
 
@@ -36,6 +37,7 @@ from typing import Final
 
 from taskq.app.worker import events
 from taskq.app.worker.exit_codes import ExitCode
+from taskq.app.worker.hand_back import hand_back
 from taskq.app.worker.startup import worker_info
 from taskq.app.worker.state import ActiveJob, WorkerState
 from taskq.app.worker.waiting import wait_event, with_timeout
@@ -43,12 +45,12 @@ from taskq.domain.cancel import CancelTask, PersistForced, QueueAbandon, SetCanc
 from taskq.domain.errors import LeaseLost, TaskQError
 from taskq.domain.job import Lease
 from taskq.domain.status import JobStatus
-from taskq.ports.store_params import Finish, Heartbeat, HeartbeatReport, Isolation
+from taskq.ports.store_params import Finish, Heartbeat, HeartbeatReport
 
 #: How many given-back orphan leases the worker remembers (a claim answered that late is rare).
 GIVEN_BACK_KEPT: Final = 4096
-#: When jobs handed back by isolate-self may run again.
-ISOLATE_RETRY_DELAY: Final = timedelta(seconds=5)
+#: Error class of the attempts isolate-self interrupts.
+HEARTBEAT_LOST: Final = "HeartbeatLost"
 _ABANDON_MESSAGE: Final = (
     "still running cleanup_grace_period after its task was cancelled; abandoned"
 )
@@ -147,14 +149,16 @@ async def _release_orphans(state: WorkerState, report: HeartbeatReport) -> None:
 
     A claim can commit and its answer never arrive (a dropped connection): its
     jobs are running and locked by this worker, which knows nothing of them, and
-    every heartbeat would extend their leases for as long as it lives. A job
-    the heartbeat reports, that was never started, and that this worker does
-    not hold (running, queued, or being written) on two beats in a row (a claim
-    under way during one beat is answered long before the next) is released:
-    pending again at once, its attempt refunded. Should that claim's answer
-    arrive after all, the producer drops the job unrun (``state.given_back``).
-    A job that ran and whose write gave up is not given back: its lease lapses
-    (see ``beat``) and the sweep reclaims it, as it would a crashed worker's.
+    every heartbeat would extend their leases for as long as it lives. The same
+    goes for a start mark that landed but whose answer was lost. A job the
+    heartbeat reports that this worker does not hold (running, queued, being
+    marked or written) on two beats in a row (a claim under way during one beat
+    is answered long before the next) never ran here: it is released, pending
+    again at once, its attempt refunded, even if a claim marked it started.
+    Should that claim's answer arrive after all, the producer drops the job
+    unrun (``state.given_back``). A job that ran and whose write gave up is not
+    given back: its lease lapses (see ``beat``) and the sweep reclaims it, as it
+    would a crashed worker's.
     """
     if state.shutdown_in_progress:
         return  # the shutdown's drain and the sweep own what is left
@@ -163,9 +167,7 @@ async def _release_orphans(state: WorkerState, report: HeartbeatReport) -> None:
     held = state.active.ids() | state.writing
     held.update(lease.job_id for lease in state.unwritten)
     held.update(job.id for job in state.local_queue.snapshot())
-    unknown = {
-        view.lease for view in report.running if not view.started and view.lease.job_id not in held
-    }
+    unknown = {view.lease for view in report.running if view.lease.job_id not in held}
     orphans = sorted(unknown & state.orphan_suspects, key=lambda lease: lease.job_id)
     state.orphan_suspects = unknown - set(orphans)
     for lease in orphans:
@@ -291,25 +293,12 @@ async def _abandon(state: WorkerState, active: ActiveJob) -> None:
 
 async def isolate_self(state: WorkerState, failures: int) -> None:
     """Hand this worker's jobs back, stop its tasks, and shut the worker down."""
-    retryable = sorted(
-        name for name, ref in state.registry.items() if ref.retry.kind != "non_retryable"
+    affected = await hand_back(
+        state,
+        error_class=HEARTBEAT_LOST,
+        error=None,
+        budget=state.settings.heartbeat_command_timeout,
     )
-    affected: list[int] | None
-    try:
-        affected = await with_timeout(
-            state.clock,
-            state.settings.heartbeat_command_timeout,
-            state.store.isolate_worker(
-                Isolation(
-                    worker_id=state.worker_id,
-                    retryable_actors=retryable,
-                    retry_at=state.clock.now() + ISOLATE_RETRY_DELAY,
-                )
-            ),
-            abandon=True,
-        )
-    except (TaskQError, TimeoutError, OSError):
-        affected = None  # the leader's sweep reclaims them when their leases expire
     events.emit(
         events.WORKER_ISOLATED,
         logging.ERROR,

@@ -284,6 +284,8 @@ async def reclaim(state: WorkerState) -> ReclaimReport:
             repended=list(report.repended),
             crashed=list(report.crashed),
             cancelled=list(report.cancelled),
+            # The dead worker never started these: their attempt is kept.
+            unstarted=list(report.unstarted),
         )
     if report.repended:
         await _publish_wake(state)

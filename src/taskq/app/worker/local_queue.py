@@ -54,6 +54,13 @@ class LocalQueue(Generic[T]):
         """Nothing queued and nothing handed to a consumer that has not taken it."""
         return not self._items and not self._handed
 
+    def idle(self) -> int:
+        """Consumers waiting for an item now: the next ``idle()`` puts go straight to them
+        (in order: a waiter that arrives later is handed a later item)."""
+        if self._items:
+            return 0
+        return sum(1 for waiter in self._waiters if not waiter.done())
+
     def free(self) -> int:
         """Slots left below ``maxsize`` (0 when it is overfilled)."""
         return max(self.maxsize - len(self._items), 0)

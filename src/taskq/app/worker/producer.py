@@ -109,6 +109,9 @@ async def _claim(state: WorkerState, actors: list[str], limit: int) -> int | Non
             actors=actors,
             limit=limit,
             lease=state.lease,
+            # The consumers waiting now take the first jobs at once: the claim marks those
+            # started itself; the rest get their mark when a consumer takes them.
+            start_now=state.local_queue.idle(),
         )
         writes = state.completer
         carried = writes.take() if writes is not None else []

@@ -38,6 +38,7 @@ from taskq.app.worker import events, startup
 from taskq.app.worker.batching import GroupCommit
 from taskq.app.worker.consumer import Completer, Dispatcher
 from taskq.app.worker.exit_codes import ExitCode
+from taskq.app.worker.hand_back import LEAVING_BUDGET, hand_back
 from taskq.app.worker.heartbeat import run_heartbeat
 from taskq.app.worker.leader import run_leader
 from taskq.app.worker.listener import run_listener
@@ -46,6 +47,7 @@ from taskq.app.worker.producer import run_producer
 from taskq.app.worker.protocols import ActorLike, ActorScopes, DependenciesLike
 from taskq.app.worker.refused_writes import finish_flush
 from taskq.app.worker.shutdown import HardExitHook, ShutdownOrchestrator
+from taskq.app.worker.start_gate import StartGate
 from taskq.app.worker.start_marks import StartMarks
 from taskq.app.worker.state import WorkerState
 from taskq.app.worker.until_idle import run_until_idle
@@ -53,7 +55,7 @@ from taskq.app.worker.waiting import with_timeout
 from taskq.app.worker.watchdog import (
     LoopLagMonitor,
     ShutdownWatchdog,
-    exit_on_trip,
+    exit_after,
     report_trip,
 )
 from taskq.domain.errors import TaskQError
@@ -195,6 +197,17 @@ class Worker:
                 )
             self.state.set_exit_code(ExitCode.ERROR)
         finally:
+            if self._siblings and not self.state.store_suspect:
+                # Normally nothing is left; after a crash, or writes that did not land,
+                # what is still owned goes back by the rule for interruptions. (Not while
+                # the store is failing: the write would only wait out its timeout; the
+                # leases and the leader's sweep cover those jobs.)
+                await self._hand_back(
+                    "WorkerStopped",
+                    "the worker stopped while it held the job (a crash of its own, or an "
+                    "outcome write that did not land)",
+                    self.settings.heartbeat_command_timeout,
+                )
             await startup.deregister(self.state)
         if self.problem is None:
             self.problem = self.state.problem
@@ -213,6 +226,7 @@ class Worker:
         store = state.store
         marks = StartMarks(state)
         state.start_marks = marks
+        gate = StartGate(store, max_batch=MAX_WRITE_BATCH)
         completer: Completer = GroupCommit(
             "completions",
             finish_flush(store),
@@ -220,10 +234,11 @@ class Worker:
             prepare=marks.restamp,
         )
         state.completer = completer
-        dispatcher = Dispatcher(state, scopes, completer=completer, marks=marks)
+        dispatcher = Dispatcher(state, scopes, completer=completer, marks=marks, gate=gate)
         helpers = [
             asyncio.create_task(marks.run(), name="taskq-start-marks"),
             asyncio.create_task(completer.run(), name="taskq-completions"),
+            asyncio.create_task(gate.run(), name="taskq-start-gate"),
         ]
         try:
             async with asyncio.TaskGroup() as group:
@@ -233,14 +248,16 @@ class Worker:
                     )
         finally:
             await dispatcher.close()
-            helpers[0].cancel()  # marks only matter while jobs run
+            marking = (helpers[0], helpers[2])
+            for task in marking:
+                task.cancel()  # marks only matter while jobs run
             # Not waited for past the command timeout: a driver's cancellation of a
             # write on a dead network can take many seconds (psycopg: up to 10).
             with contextlib.suppress(TimeoutError):
                 await with_timeout(
                     state.clock,
                     self.settings.heartbeat_command_timeout,
-                    asyncio.gather(helpers[0], return_exceptions=True),
+                    asyncio.gather(*marking, return_exceptions=True),
                     abandon=True,
                 )
             try:
@@ -269,11 +286,13 @@ class Worker:
             ("heartbeat", lambda: run_heartbeat(state)),
             ("listener", lambda: run_listener(state)),
             ("leader", lambda: run_leader(state)),
-            ("producer", lambda: run_producer(state)),
         ]
         bodies += [
             (f"consumer-{i}", dispatcher.run_consumer) for i in range(self.settings.max_concurrency)
         ]
+        # After the consumers: they wait for jobs by the time of its first claim, which then
+        # starts their jobs itself (ClaimRequest.start_now) instead of leaving them to marks.
+        bodies.append(("producer", lambda: run_producer(state)))
         if self.until_idle:
             max_runtime = self.idle_max_runtime
             bodies.append(
@@ -345,14 +364,38 @@ class Worker:
             watchdog.cancel()
             await asyncio.gather(watchdog, return_exceptions=True)
 
-    def _on_trip(self, trip: Trip) -> None:
+    async def _on_trip(self, trip: Trip) -> None:
+        report_trip(trip)  # first: the dump shows what was wedged
+        budget = min(LEAVING_BUDGET, self.settings.heartbeat_command_timeout)
         if self.hard_trip:
-            exit_on_trip(trip)
-            return
-        report_trip(trip)
+            exit_after(budget + 1.0, trip.exit_code)  # even a wedged hand-back cannot stay
+        await self._hand_back(
+            "WatchdogTrip",
+            f"interrupted by a watchdog trip ({trip.detector.value}): {trip.reason}",
+            budget,
+        )
+        if self.hard_trip:
+            events.flush_logs()
+            os._exit(trip.exit_code)
         self._tripped = trip
         if self._run_task is not None:
             self._run_task.cancel()
+
+    async def _hand_back(self, error_class: str, error: str, budget: float) -> None:
+        """Hand back what this worker still owns (see ``hand_back``); say how it went."""
+        handed = await hand_back(self.state, error_class=error_class, error=error, budget=budget)
+        if handed != []:
+            events.emit(
+                events.WORKER_JOBS_HANDED_BACK,
+                logging.WARNING if handed is not None else logging.ERROR,
+                jobs=handed,
+                reason=error,
+                note="retryable and unstarted jobs wait again, attempt not counted; "
+                "started non-retryable ones crashed"
+                if handed is not None
+                else "the hand-back did not land; the leader's sweep reclaims the jobs "
+                "when their leases expire",
+            )
 
 
 def _needed_by(exc: Exception, registry: Mapping[str, ActorLike]) -> str:

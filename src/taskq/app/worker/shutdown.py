@@ -9,14 +9,24 @@ transition asks:
 - StopProducer: no more claims;
 - DrainLocalQueueToPending: with no claim in flight, empty the local queue
   (those jobs were claimed but never started) and ``drain_unstarted`` the
-  store, which re-pends every claimed-but-unstarted row of this worker;
+  store, which re-pends every claimed-but-unstarted row of this worker (every
+  job a consumer holds is marked first, so that is exactly what never ran);
 - SetCancelEventOnInFlight: every in-flight job's ``cancel_event``
-  (a cooperative return is then rescheduled, see ``consumer``);
-- PersistForcedAndCancelTasks: ``escalate_cancel`` each job, then ``task.cancel()``;
-- MarkAbandonedStillRunning: ``finish(status=abandoned)`` for what still runs;
+  (a cooperative return is then an interruption, see ``consumer``);
+- PersistForcedAndCancelTasks: ``task.cancel()`` each job. Nothing is written:
+  a persisted cancel phase means a *user* asked to cancel, and the job would
+  end cancelled (the worker guide writes cancel_phase=2 here; the shutdown is
+  not a cancel request, so it does not);
+- MarkAbandonedStillRunning: what still runs is handed back
+  (``JobFinisher.interrupt``): a retryable job waits again, attempt not counted,
+  due once this process has surely ended; a non-retryable one is abandoned.
+  A job whose actor was not yet invoked is released unrun;
 - ReleaseLeader: the leader loop gives up the lock and does not compete again;
 - SetShutdownEvent: every sibling returns;
-- HardExit (third signal): flush the logs and leave at once with code 1.
+- HardExit (third signal): hand back every job by the same rule in one write
+  (bounded by ``hand_back.LEAVING_BUDGET``), flush the logs and leave with code 1.
+
+No path of the shutdown ends a job ``cancelled``: only a user's cancel does.
 """
 
 from __future__ import annotations
@@ -26,14 +36,18 @@ import logging
 import signal
 from collections import deque
 from collections.abc import Awaitable, Callable
+from datetime import timedelta
 from typing import Final
 
 from taskq.app.worker import events
+from taskq.app.worker.consumer import WORKER_SHUTDOWN, log_interrupted
+from taskq.app.worker.hand_back import LEAVING_BUDGET, hand_back, until_this_process_ends
 from taskq.app.worker.state import ActiveJob, WorkerState
 from taskq.app.worker.waiting import wait_event, with_timeout
 from taskq.app.worker.watchdog import dump_tasks_on_request
 from taskq.domain.cancel import GracePeriods
 from taskq.domain.errors import LeaseLost, TaskQError
+from taskq.domain.job import Lease
 from taskq.domain.shutdown import (
     HARD_EXIT_CODE,
     AbandonComplete,
@@ -55,12 +69,14 @@ from taskq.domain.shutdown import (
     Tick,
     transition,
 )
-from taskq.domain.status import JobStatus
-from taskq.ports.store_params import Finish
+from taskq.ports.store_params import Interruption
 
 #: How often the grace timers are checked while a shutdown runs (clock seconds).
 SHUTDOWN_TICK: Final = 1.0
-_ABANDON_MESSAGE: Final = "still running when the worker's shutdown cleanup grace ran out"
+_ABANDON_MESSAGE: Final = (
+    "interrupted by the worker's shutdown: still running when its cleanup grace ran out "
+    "(its code may have run on until the old process ended)"
+)
 
 HardExitHook = Callable[[int], None]
 
@@ -180,7 +196,23 @@ class ShutdownOrchestrator:
         elif isinstance(action, SetShutdownEvent):
             state.shutdown_event.set()
         elif isinstance(action, HardExit):
-            events.emit(events.SHUTDOWN_HARD_EXIT, logging.CRITICAL, exit_code=action.exit_code)
+            budget = min(LEAVING_BUDGET, state.settings.heartbeat_command_timeout)
+            handed = await hand_back(
+                state,
+                error_class=WORKER_SHUTDOWN,
+                error="interrupted by a third shutdown signal: the worker left at once",
+                budget=budget,
+            )
+            events.emit(
+                events.SHUTDOWN_HARD_EXIT,
+                logging.CRITICAL,
+                exit_code=action.exit_code,
+                jobs_handed_back=handed,
+                note="jobs were handed back"
+                if handed is not None
+                else f"the hand-back did not land within {budget:g}s; "
+                "the leader's sweep reclaims the jobs when their leases expire",
+            )
             events.flush_logs()
             self._hard_exit(action.exit_code)
 
@@ -188,7 +220,12 @@ class ShutdownOrchestrator:
         state = self.state
         # The claim lock: no claim is between the store and the local queue now.
         async with state.claim_lock:
-            discarded = len(state.local_queue.clear())
+            cleared = state.local_queue.clear()
+            # A job its claim started for a consumer that had not taken it yet never ran
+            # either: give it back, as the drain does the unstarted ones.
+            for job in cleared:
+                if job.started:
+                    await self._give_back(job.lease, job.id)
             drained: int | None = None
             # Every job a consumer holds gets its start mark first, so the drain
             # re-pends only what was still queued. Unconfirmed marks: no drain
@@ -225,42 +262,57 @@ class ShutdownOrchestrator:
             events.SHUTDOWN_PHASE,
             phase="DRAINED",
             repended=drained,
-            discarded_local=discarded,
+            discarded_local=len(cleared),
             in_flight=state.active.busy,
         )
 
-    async def _force(self, active: ActiveJob) -> None:
+    async def _give_back(self, lease: Lease, job_id: int) -> None:
+        """Release a job that never ran (attempt refunded); a failure leaves it to its lease."""
         state = self.state
         try:
             await with_timeout(
                 state.clock,
                 state.settings.heartbeat_command_timeout,
-                state.store.escalate_cancel(active.job.lease),
+                state.store.release(lease, delay=timedelta(0)),
                 abandon=True,
             )
+        except LeaseLost:
+            return
         except (TaskQError, TimeoutError) as exc:
             events.emit(
                 events.JOB_WRITE_FAILED,
-                logging.WARNING,
-                job_id=active.job.id,
-                write="escalate",
+                logging.ERROR,
+                job_id=job_id,
+                write="release",
                 error=str(exc),
             )
+
+    async def _force(self, active: ActiveJob) -> None:
+        # Nothing persisted: a cancel phase in the row would read as a user's request.
         active.force_cancel("shutdown")
 
     async def _abandon(self, active: ActiveJob) -> None:
-        job = active.job
+        """Hand back a job still running when the cleanup grace ran out."""
+        job, state = active.job, self.state
         active.abandon_queued = True
-        state = self.state
+        if active.task is None:
+            # Its actor was never invoked (waiting for its start mark or a limit).
+            await self._give_back(job.lease, job.id)
+            return
+        retryable = active.ref.retry.kind != "non_retryable"
+        request = Interruption(
+            lease=job.lease,
+            retryable=retryable,
+            # Due once this process has surely ended: its code may still be running here.
+            run_at=state.clock.now() + until_this_process_ends(state),
+            error_class=WORKER_SHUTDOWN,
+            error=_ABANDON_MESSAGE,
+        )
         try:
             await with_timeout(
                 state.clock,
                 state.settings.heartbeat_command_timeout,
-                asyncio.shield(
-                    state.store.finish(
-                        Finish(lease=job.lease, status=JobStatus.ABANDONED, error=_ABANDON_MESSAGE)
-                    )
-                ),
+                asyncio.shield(state.store.interrupt(request)),
                 abandon=True,
             )
         except LeaseLost:
@@ -270,11 +322,11 @@ class ShutdownOrchestrator:
                 events.JOB_WRITE_FAILED,
                 logging.ERROR,
                 job_id=job.id,
-                write="abandon",
+                write="interrupt",
                 error=str(exc),
             )
             return
-        events.emit(events.JOB_ABANDONED, logging.ERROR, job_id=job.id, actor=job.actor)
+        log_interrupted(active, retryable, _ABANDON_MESSAGE)
 
 
 def install_signal_handlers(orchestrator: ShutdownOrchestrator) -> Callable[[], None]:

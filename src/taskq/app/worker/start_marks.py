@@ -1,12 +1,13 @@
 """Start marks: ``started_at`` for jobs that are still running a moment after they began.
 
-A consumer runs a job as soon as it takes it; it does not wait for a start
-mark first. Most jobs finish quickly, and their terminal write carries how
-long ago they began (``Finish.started_ago``), so they never need a mark of
-their own. Jobs still running ``START_MARK_DELAY`` after they began are
-marked here in one batched write per round, with the same ``started_ago``
-correction, so an operator sees a true ``started_at`` within a fraction of a
-second.
+A consumer runs a retryable job it took from the local queue as soon as it
+takes it; it does not wait for a start mark first (jobs the claim started,
+and gated ones, see ``start_gate``, have their mark already). Most jobs
+finish quickly, and their terminal write carries how long ago they began
+(``Finish.started_ago``), so they never need a mark of their own. Jobs still
+running ``START_MARK_DELAY`` after they began are marked here in one batched
+write per round, with the same ``started_ago`` correction, so an operator
+sees a true ``started_at`` within a fraction of a second.
 
 The mark matters to one other reader: the shutdown's drain re-pends this
 worker's running jobs whose ``started_at`` is empty. So the drain first
@@ -43,9 +44,12 @@ class StartMarks:
     def __repr__(self) -> str:
         return f"<StartMarks unmarked={len(self._unmarked)}>"
 
-    def started(self, active: ActiveJob) -> None:
-        """A consumer began ``active`` just now."""
+    def started(self, active: ActiveJob, *, marked: bool = False) -> None:
+        """A consumer began ``active`` just now; ``marked``: its start is on record already
+        (its claim or the start gate wrote it), so it needs no mark here."""
         active.started_mono = self.state.clock.monotonic()
+        if marked:
+            return
         self._unmarked[active.job.id] = active
         if not self._arrived.is_set():
             self._arrived.set()

@@ -26,8 +26,8 @@ from taskq.ports.clock import Clock
 from taskq.ports.queue_store import QueueStore
 from taskq.ports.store_params import Finish
 
-#: Why a job's cancel_event was set. A user request ends the job ``cancelled``;
-#: a shutdown lets it be retried (see ``consumer``); a lost lease only stops it.
+#: Why a job's cancel_event was set. A user request ends the job ``cancelled``; the
+#: worker's shutdown or a lost lease interrupts it (see ``consumer``): never cancelled.
 CancelReason = Literal["request", "shutdown", "lease_lost"]
 
 
@@ -54,6 +54,14 @@ class CancelEvent(asyncio.Event):
         return result
 
 
+class StartMarksLike(Protocol):
+    """What the shutdown's drain needs of the start marks (``start_marks.StartMarks``)."""
+
+    async def flush(self) -> bool:
+        """Mark every started job now; False when the write failed."""
+        ...
+
+
 @dataclass(eq=False)
 class ActiveJob:
     """One job a consumer marked started and is executing (the ActiveJobRegistry entry)."""
@@ -64,11 +72,13 @@ class ActiveJob:
     task: asyncio.Task[Any] | None = None
     cancel_reason: CancelReason | None = None
     forced: bool = False
+    #: It runs only once its start mark landed (``start_gate.needs_gate``).
+    gated: bool = False
     #: The abandonment write is queued or done: the consumer must not write ``cancelled``.
     abandon_queued: bool = False
     #: The consumer is writing the outcome: the job is ending, not lost.
     finishing: bool = False
-    #: When the consumer started it, on the clock's monotonic time (its start mark says so later).
+    #: When the consumer took it, on the clock's monotonic time (its start mark says so later).
     started_mono: float = 0.0
     #: The worker stopped waiting for it (shutdown complete): no outcome is written.
     stop_waiting: bool = False
@@ -96,14 +106,6 @@ class ActiveJob:
         self.forced = True
         if self.task is not None and not self.task.done():
             self.task.cancel()
-
-
-class StartMarksLike(Protocol):
-    """What the shutdown's drain needs of the start marks (``start_marks.StartMarks``)."""
-
-    async def flush(self) -> bool:
-        """Mark every started job now; False when the write failed."""
-        ...
 
 
 class ActiveJobs:

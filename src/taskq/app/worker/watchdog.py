@@ -11,7 +11,13 @@
 
 A trip logs ``worker-watchdog-trip`` at CRITICAL (labelled by detector),
 dumps every live asyncio task (name, coroutine, await-site frames; never
-locals), flushes, and calls ``os._exit(2)`` with no further awaits.
+locals), flushes, and calls ``os._exit(2)``. The in-loop detectors (shutdown
+deadline, stale loops) first hand back the jobs the worker still owns, in one
+write bounded by ``hand_back.LEAVING_BUDGET`` and backed by a timer thread
+that ends the process should even that wedge (the worker guide allows no
+further awaits; handing the jobs back is what keeps a trip from costing them
+an attempt). The loop-lag thread cannot: the loop it would await on is
+blocked, so its jobs are reclaimed by the sweep, as after a crash.
 :func:`dump_tasks_on_request` writes the same dump on demand (SIGUSR2) and
 the worker goes on.
 """
@@ -25,7 +31,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Final
 
 from taskq.app.worker import events
@@ -39,7 +45,7 @@ from taskq.domain.watchdog import (
     judge_stale_loops,
 )
 
-TripHook = Callable[[Trip], None]
+TripHook = Callable[[Trip], Awaitable[None]]
 
 #: Frames per task in a dump: the whole await chain, bounded for very deep ones.
 _DUMP_FRAMES: Final = 16
@@ -129,10 +135,13 @@ def dump_tasks_on_request(trigger: str = "SIGUSR2") -> None:
     events.flush_logs()
 
 
-def exit_on_trip(trip: Trip) -> None:
-    """The production trip: report, then leave at once (a wedged process cannot unwind)."""
-    report_trip(trip)
-    os._exit(trip.exit_code)
+def exit_after(seconds: float, exit_code: int) -> threading.Timer:
+    """A started daemon timer that ends the process with ``exit_code`` after ``seconds``:
+    the backstop for a last write that could wedge as the rest of the process did."""
+    timer = threading.Timer(seconds, os._exit, (exit_code,))
+    timer.daemon = True
+    timer.start()
+    return timer
 
 
 class ShutdownWatchdog:
@@ -174,7 +183,7 @@ class ShutdownWatchdog:
                 last_report_at=last_report,
             )
             if isinstance(verdict, Trip) and not late:
-                self.on_trip(verdict)
+                await self.on_trip(verdict)
                 return
             if isinstance(verdict, StillAlive) and verdict.report_due:
                 last_report = now
@@ -189,7 +198,7 @@ class ShutdownWatchdog:
                 next_stale_check = now + settings.check_interval
                 stale = judge_stale_loops(state.liveness.table, now, settings)
                 if isinstance(stale, Trip):
-                    self.on_trip(stale)
+                    await self.on_trip(stale)
                     return
             expected = clock.monotonic() + period
             await clock.sleep(period)

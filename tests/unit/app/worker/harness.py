@@ -21,6 +21,7 @@ from taskq.app.worker.consumer import Completer, Dispatcher
 from taskq.app.worker.events import LOGGER_NAME
 from taskq.app.worker.protocols import ActorLike
 from taskq.app.worker.refused_writes import finish_flush
+from taskq.app.worker.start_gate import StartGate
 from taskq.app.worker.start_marks import StartMarks
 from taskq.app.worker.state import WorkerState
 from taskq.domain.job import ClaimedJob, Job
@@ -128,24 +129,33 @@ async def open_dispatcher(state: WorkerState) -> AsyncIterator[Dispatcher]:
     """A consumer's dispatcher on ``state`` (its batchers running), without the rest of a worker."""
     marks = StartMarks(state)
     state.start_marks = marks
+    gate = StartGate(state.store)
     completer: Completer = GroupCommit(
         "completions", finish_flush(state.store), prepare=marks.restamp
     )
-    runners = [asyncio.create_task(marks.run()), asyncio.create_task(completer.run())]
+    runners = [
+        asyncio.create_task(marks.run()),
+        asyncio.create_task(completer.run()),
+        asyncio.create_task(gate.run()),
+    ]
     async with Dependencies().open_worker_scopes() as scopes:
         try:
-            dispatcher = Dispatcher(state, scopes, completer=completer, marks=marks)
+            dispatcher = Dispatcher(state, scopes, completer=completer, marks=marks, gate=gate)
             yield dispatcher
         finally:
             await dispatcher.close()
-            runners[0].cancel()
-            await asyncio.gather(runners[0], return_exceptions=True)
+            for runner in (runners[0], runners[2]):
+                runner.cancel()
+            await asyncio.gather(runners[0], runners[2], return_exceptions=True)
             await completer.close(runners[1])
 
 
-async def claim_one(store: QueueStore, *, worker_id: str, queue: str, actor: str) -> ClaimedJob:
+async def claim_one(
+    store: QueueStore, *, worker_id: str, queue: str, actor: str, started: bool = False
+) -> ClaimedJob:
     """Claim the one due job of ``actor`` on ``queue`` for ``worker_id`` (a 60 s lease), as
-    a claim the test makes itself rather than the worker's producer."""
+    a claim the test makes itself rather than the worker's producer; ``started``: as for
+    a consumer waiting for it (the claim marks it started), else claimed ahead."""
     [claimed] = await store.claim(
         ClaimRequest(
             worker_id=worker_id,
@@ -153,6 +163,7 @@ async def claim_one(store: QueueStore, *, worker_id: str, queue: str, actor: str
             actors=[actor],
             limit=1,
             lease=timedelta(seconds=60),
+            start_now=1 if started else 0,
         )
     )
     return claimed

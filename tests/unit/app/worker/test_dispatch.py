@@ -406,11 +406,12 @@ async def test_a_listen_session_lost_in_an_outage_is_restored_by_the_health_chec
     assert await run.stop() == 0
 
 
-async def test_a_job_started_while_the_shutdown_forces_ends_cancelled_at_once(
+async def test_a_job_started_while_the_shutdown_forces_is_handed_back_at_once(
     backend: MemoryBackend, clock: FakeClock, client: MemoryQueueStore
 ) -> None:
-    """Forced before its task existed: the task never runs, and its consumer still
-    writes ``cancelled`` right away instead of waiting for the shutdown to finish."""
+    """Forced before its task existed: the task never runs, and its consumer hands the job
+    back right away (pending, attempt not counted; never ``cancelled``, which only a user
+    asks for) instead of waiting for the shutdown to finish."""
     run = WorkerRun(backend, clock, {"record": record})
     job_id = (await client.enqueue(record.new_job({"n": 7}, now=clock.now()))).job_id
     claimed = await claim_one(
@@ -419,8 +420,9 @@ async def test_a_job_started_while_the_shutdown_forces_ends_cancelled_at_once(
     run.state.shutdown_cancel = "forced"
     async with open_dispatcher(run.state) as dispatcher:
         await asyncio.wait_for(dispatcher.dispatch(claimed), timeout=5)
-    cancelled = await job(client, job_id)
-    assert cancelled.status is JobStatus.CANCELLED
+    handed_back = await job(client, job_id)
+    assert (handed_back.status, handed_back.attempt) == (JobStatus.PENDING, 0)
+    assert [a.outcome for a in await client.attempts(job_id)] == ["interrupted"]
     assert RUNS[7] == 0
 
 

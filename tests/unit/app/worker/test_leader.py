@@ -62,13 +62,14 @@ async def test_the_leader_reclaims_a_dead_workers_job_as_its_lease_expires(
     client: MemoryQueueStore,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """A dead worker's job is re-pended the moment its lease expires, then run here."""
+    """A dead worker's started job is re-pended the moment its lease expires (the attempt
+    it was on counts), then run here as attempt 2."""
     job_id = (await client.enqueue(pong.new_job({"n": 3}, now=clock.now()))).job_id
     dead = backend.store()
     await dead.register_worker(
         WorkerInfo(worker_id="dead", hostname="h", pid=1, queues=["default"])
     )
-    claimed = await claim_one(dead, worker_id="dead", queue="default", actor="pong")
+    claimed = await claim_one(dead, worker_id="dead", queue="default", actor="pong", started=True)
     run = WorkerRun(backend, clock, REGISTRY)
     await run.start()
     assert (await job(client, job_id)).status is JobStatus.RUNNING
@@ -80,7 +81,12 @@ async def test_the_leader_reclaims_a_dead_workers_job_as_its_lease_expires(
     assert done.attempt == 2
     assert done.fencing_token != claimed.fencing_token
     [reclaimed] = events_named(caplog, events.LEASES_RECLAIMED)
-    assert fields(reclaimed) == {"repended": [job_id], "crashed": [], "cancelled": []}
+    assert fields(reclaimed) == {
+        "repended": [job_id],
+        "crashed": [],
+        "cancelled": [],
+        "unstarted": [],
+    }
     await run.advance(120)  # two lock_leases without a heartbeat: the row is gone
     assert [w.worker_id for w in await client.list_workers()] == [run.worker.worker_id]
     assert await run.stop() == 0

@@ -14,9 +14,11 @@ from taskq.app.actors import actor
 from taskq.app.context import JobContext
 from taskq.app.worker import events
 from taskq.app.worker.consumer import WORKER_SHUTDOWN
+from taskq.app.worker.exit_guard import EXIT_GRACE
 from taskq.app.worker.protocols import Registry
 from taskq.app.worker.shutdown import install_signal_handlers
 from taskq.domain.cancel_phase import CancelPhase
+from taskq.domain.retry import RetryPolicy
 from taskq.domain.shutdown import ShutdownPhase
 from taskq.domain.status import JobStatus
 
@@ -59,12 +61,23 @@ async def stuck(payload: Step) -> None:
             continue
 
 
+@actor(retry=RetryPolicy(kind="non_retryable"))
+async def stuck_once(payload: Step) -> None:
+    await stuck.fn(payload)
+
+
 @actor
 async def quick(payload: Step) -> int:
     return payload.n
 
 
-REGISTRY: Registry = {"polite": polite, "deaf": deaf, "stuck": stuck, "quick": quick}
+REGISTRY: Registry = {
+    "polite": polite,
+    "deaf": deaf,
+    "stuck": stuck,
+    "stuck_once": stuck_once,
+    "quick": quick,
+}
 
 
 def phase(run: WorkerRun) -> ShutdownPhase:
@@ -97,7 +110,8 @@ async def test_drain_repends_claimed_but_unstarted_jobs(
     client: MemoryQueueStore,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """DRAINING re-pends the local queue's jobs; a cooperative return is rescheduled, exit 0."""
+    """DRAINING re-pends the local queue's jobs; a cooperative return is an interruption
+    (waiting again, attempt not counted), exit 0."""
     ids = [
         (await client.enqueue(polite.new_job({"n": n}, now=clock.now()))).job_id for n in range(3)
     ]
@@ -116,16 +130,17 @@ async def test_drain_repends_claimed_but_unstarted_jobs(
         assert stored.attempt == 0
         assert stored.locked_by is None
     attempts = await client.attempts(running)
-    assert [(a.outcome, a.error_class) for a in attempts] == [("retried", WORKER_SHUTDOWN)]
+    assert [(a.outcome, a.error_class) for a in attempts] == [("interrupted", WORKER_SHUTDOWN)]
     assert await client.attempts(queued) == []
     phases = [fields(r)["phase"] for r in events_named(caplog, events.SHUTDOWN_PHASE)]
     assert phases == ["DRAINING", "DRAINED", "CANCELLING", "DONE"]
 
 
-async def test_forcing_cancels_tasks_that_ignore_the_event(
+async def test_forcing_interrupts_tasks_that_ignore_the_event(
     backend: MemoryBackend, clock: FakeClock, client: MemoryQueueStore
 ) -> None:
-    """After the cancellation grace, FORCING persists cancel phase 2 and cancels the task."""
+    """After the cancellation grace FORCING cancels the task, writes no cancel phase, and the
+    retryable job waits again as the same attempt (interrupted, never cancelled)."""
     settings = make_settings(cancellation_grace_period=20.0, cleanup_grace_period=10.0)
     job_id = (await client.enqueue(deaf.new_job({"n": 1}, now=clock.now()))).job_id
     run = WorkerRun(backend, clock, REGISTRY, settings)
@@ -137,24 +152,57 @@ async def test_forcing_cancels_tasks_that_ignore_the_event(
     await run.advance(1)
     assert await run.finish(within=5) == 0
     stored = await job(client, job_id)
-    assert stored.status is JobStatus.CANCELLED
-    assert stored.cancel_phase is CancelPhase.FORCED
+    assert (stored.status, stored.attempt, stored.cancel_phase) == (
+        JobStatus.PENDING,
+        0,
+        CancelPhase.NONE,
+    )
+    [attempt] = await client.attempts(job_id)
+    assert (attempt.outcome, attempt.error_class) == ("interrupted", WORKER_SHUTDOWN)
+    assert attempt.error is not None
+    assert "task was cancelled" in attempt.error
 
 
-async def test_abandoning_marks_jobs_that_never_stop(
+async def test_abandoning_hands_back_jobs_that_never_stop(
     backend: MemoryBackend, clock: FakeClock, client: MemoryQueueStore
 ) -> None:
-    """A job surviving both graces is marked abandoned and the worker still exits 0."""
-    settings = make_settings(cancellation_grace_period=20.0, cleanup_grace_period=10.0)
+    """A retryable job surviving both graces waits again (attempt not counted), due only
+    once the old process has surely ended; the worker still exits 0."""
+    settings = make_settings(
+        cancellation_grace_period=20.0, cleanup_grace_period=10.0, termination_grace_period=75.0
+    )
     job_id = (await client.enqueue(stuck.new_job({"n": 1}, now=clock.now()))).job_id
     run = WorkerRun(backend, clock, REGISTRY, settings)
     await run.start()
+    signalled = clock.now()
     run.worker.request_shutdown()
     await run.advance(29)
     assert phase(run) is ShutdownPhase.FORCING
     assert await run.finish(within=5) == 0
     assert phase(run) is ShutdownPhase.DONE
-    assert (await job(client, job_id)).status is JobStatus.ABANDONED
+    stored = await job(client, job_id)
+    assert (stored.status, stored.attempt) == (JobStatus.SCHEDULED, 0)
+    # The termination deadline, plus the exit guard's grace: the old code is gone by then.
+    assert stored.scheduled_at == signalled + timedelta(seconds=75 + EXIT_GRACE)
+    assert [a.outcome for a in await client.attempts(job_id)] == ["interrupted"]
+    RELEASE.set()
+    await clock.run_until_idle()
+
+
+async def test_abandoning_a_non_retryable_job_abandons_it(
+    backend: MemoryBackend, clock: FakeClock, client: MemoryQueueStore
+) -> None:
+    """A non_retryable job surviving both graces ends abandoned: it never runs twice."""
+    settings = make_settings(cancellation_grace_period=20.0, cleanup_grace_period=10.0)
+    job_id = (await client.enqueue(stuck_once.new_job({"n": 1}, now=clock.now()))).job_id
+    run = WorkerRun(backend, clock, REGISTRY, settings)
+    await run.start()
+    run.worker.request_shutdown()
+    await run.advance(29)
+    assert await run.finish(within=5) == 0
+    stored = await job(client, job_id)
+    assert (stored.status, stored.attempt) == (JobStatus.ABANDONED, 1)
+    assert [a.outcome for a in await client.attempts(job_id)] == ["interrupted"]
     RELEASE.set()
     await clock.run_until_idle()
 
@@ -162,7 +210,8 @@ async def test_abandoning_marks_jobs_that_never_stop(
 async def test_second_signal_skips_the_cooperative_wait(
     backend: MemoryBackend, clock: FakeClock, client: MemoryQueueStore
 ) -> None:
-    """A second SIGTERM during CANCELLING goes straight to FORCING."""
+    """A second SIGTERM during CANCELLING goes straight to FORCING; the job is interrupted
+    (waiting again), not cancelled."""
     job_id = (await client.enqueue(deaf.new_job({"n": 1}, now=clock.now()))).job_id
     run = WorkerRun(backend, clock, REGISTRY)
     await run.start()
@@ -171,20 +220,25 @@ async def test_second_signal_skips_the_cooperative_wait(
     assert run.worker.orchestrator.phase is ShutdownPhase.CANCELLING
     run.worker.request_shutdown("SIGINT")
     assert await run.finish(within=2) == 0
-    assert (await job(client, job_id)).status is JobStatus.CANCELLED
+    assert (await job(client, job_id)).status is JobStatus.PENDING
 
 
 async def test_third_signal_exits_hard(
     backend: MemoryBackend, clock: FakeClock, client: MemoryQueueStore
 ) -> None:
-    """The third signal calls the hard-exit hook with code 1."""
-    await client.enqueue(stuck.new_job({"n": 1}, now=clock.now()))
+    """The third signal hands the running job back (waiting again, attempt not counted)
+    and then calls the hard-exit hook with code 1."""
+    job_id = (await client.enqueue(stuck.new_job({"n": 1}, now=clock.now()))).job_id
     run = WorkerRun(backend, clock, REGISTRY)
     await run.start()
     for _ in range(3):
         run.worker.request_shutdown()
         await clock.run_until_idle()
     assert run.hard_exits == [1]
+    stored = await job(client, job_id)
+    assert (stored.status, stored.attempt) == (JobStatus.SCHEDULED, 0)
+    [attempt] = await client.attempts(job_id)
+    assert (attempt.outcome, attempt.error_class) == ("interrupted", WORKER_SHUTDOWN)
     RELEASE.set()
 
 

@@ -3,16 +3,28 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 
 import pytest
 from pydantic import BaseModel
-from tests.unit.app.worker.harness import WorkerRun, events_named, fields, make_settings
+from tests.unit.app.worker.harness import WorkerRun, events_named, fields, job, make_settings
 
-from taskq.adapters.memory import FakeClock, MemoryBackend
+from taskq.adapters.memory import FakeClock, MemoryBackend, MemoryQueueStore
 from taskq.app.actors import actor
 from taskq.app.worker import events
 from taskq.app.worker.watchdog import ShutdownWatchdog, task_dump
+from taskq.domain.retry import RetryPolicy
+from taskq.domain.status import JobStatus
 from taskq.domain.watchdog import Detector, Trip
+
+
+def _recorder(trips: list[Trip]) -> Callable[[Trip], Awaitable[None]]:
+    """An on_trip hook that only records the trip."""
+
+    async def record(trip: Trip) -> None:
+        trips.append(trip)
+
+    return record
 
 
 class Empty(BaseModel):
@@ -23,7 +35,19 @@ class Empty(BaseModel):
 async def nothing(payload: Empty) -> None: ...
 
 
-REGISTRY = {"nothing": nothing}
+@actor
+async def waits(payload: Empty) -> None:
+    """Runs until its task is cancelled."""
+    await asyncio.Event().wait()
+
+
+@actor(retry=RetryPolicy(kind="non_retryable"))
+async def waits_once(payload: Empty) -> None:
+    """As ``waits``, non_retryable."""
+    await asyncio.Event().wait()
+
+
+REGISTRY = {"nothing": nothing, "waits": waits, "waits_once": waits_once}
 
 
 async def test_a_sibling_that_returns_early_breaks_the_contract(
@@ -84,7 +108,7 @@ async def test_shutdown_deadline_trips_after_the_termination_grace(
         settings=settings,
         termination_grace_period=75.0,
         siblings=lambda: ["consumer-0"],
-        on_trip=trips.append,
+        on_trip=_recorder(trips),
     )
     task = asyncio.create_task(watchdog.run())
     run.state.shutdown_started_at = clock.monotonic()
@@ -109,7 +133,7 @@ async def test_a_loop_that_stops_ticking_trips_the_stale_detector(
         settings=make_settings().watchdog,
         termination_grace_period=75.0,
         siblings=list,
-        on_trip=trips.append,
+        on_trip=_recorder(trips),
     )
     run.state.liveness.tick("heartbeat", 10.0)  # allowance max(30, 30) = 30 s
     task = asyncio.create_task(watchdog.run())
@@ -127,12 +151,36 @@ async def test_soft_trip_ends_run_with_exit_code_2(
     """With hard_trip off a trip ends Worker.run with 2 after logging the task dump."""
     run = WorkerRun(backend, clock, REGISTRY)
     await run.start()
-    run.worker._on_trip(Trip(Detector.STALE_LOOP, "test"))
+    await run.worker._on_trip(Trip(Detector.STALE_LOOP, "test"))
     assert await run.finish(within=1) == 2
     [trip] = events_named(caplog, events.WORKER_WATCHDOG_TRIP)
     assert fields(trip)["detector"] == "stale_loop"
     [dump] = events_named(caplog, events.WORKER_TASK_DUMP)
     assert isinstance(fields(dump)["tasks"], list)
+
+
+async def test_a_trip_hands_back_the_jobs_it_held_before_the_worker_leaves(
+    backend: MemoryBackend,
+    clock: FakeClock,
+    client: MemoryQueueStore,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A trip does not leave its running jobs to their leases (a crash would count their
+    attempts): a retryable one waits again, attempt not counted (WatchdogTrip); a started
+    non_retryable one ends crashed, never run twice."""
+    retry_id = (await client.enqueue(waits.new_job({}, now=clock.now()))).job_id
+    once_id = (await client.enqueue(waits_once.new_job({}, now=clock.now()))).job_id
+    run = WorkerRun(backend, clock, REGISTRY)
+    await run.start()
+    await run.worker._on_trip(Trip(Detector.STALE_LOOP, "test"))
+    assert await run.finish(within=1) == 2
+    again = await job(client, retry_id)
+    assert (again.status, again.attempt) == (JobStatus.SCHEDULED, 0)
+    [interrupted] = await client.attempts(retry_id)
+    assert (interrupted.outcome, interrupted.error_class) == ("interrupted", "WatchdogTrip")
+    assert (await job(client, once_id)).status is JobStatus.CRASHED
+    [handed] = events_named(caplog, events.WORKER_JOBS_HANDED_BACK)
+    assert sorted(fields(handed)["jobs"]) == sorted([retry_id, once_id])
 
 
 async def test_task_dump_names_tasks_and_await_sites() -> None:

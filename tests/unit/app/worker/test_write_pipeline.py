@@ -242,9 +242,9 @@ async def test_a_job_whose_terminal_write_failed_is_not_drained_as_never_started
     backend: MemoryBackend, clock: FakeClock, client: MemoryQueueStore
 ) -> None:
     """A quick non-retryable job ran and its terminal write failed, then the worker
-    stopped: the drain took the job for one that never started (no start mark) and
-    re-pended it with its attempt refunded, so the next worker ran it again. It ran:
-    it stays with its lease, for the sweep."""
+    stopped: the drain must not take the job for one that never started and re-pend it
+    (the next worker would run it again). It ran: the worker's hand-back as it stops
+    ends it crashed, and no worker runs it again."""
     [job_id] = await enqueue(client, clock, broken, 1)
     first = WorkerRun(backend, clock, REGISTRY, store=FailingFinish(backend.store()))
     await first.start()
@@ -252,8 +252,7 @@ async def test_a_job_whose_terminal_write_failed_is_not_drained_as_never_started
     assert Counter({1: 1}) == RUNS
     await first.stop()
     held = await job(client, job_id)
-    assert held.status is JobStatus.RUNNING
-    assert held.attempt == 1
+    assert (held.status, held.attempt) == (JobStatus.CRASHED, 1)
 
     second = WorkerRun(backend, clock, REGISTRY)
     await second.start()
