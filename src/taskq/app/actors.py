@@ -54,6 +54,7 @@ from taskq.domain.storable import (
     MAX_RESULT_TTL,
     check_json_text,
     text_problem,
+    timeout_problem,
 )
 
 P = TypeVar("P", bound=BaseModel)
@@ -189,6 +190,7 @@ class ActorRef(Generic[P, R]):
     max_concurrent: int | None
     max_pending: int | None
     result_ttl: timedelta | None
+    timeout: timedelta | None
     metadata: Mapping[str, JSON]
     rate_limits: tuple[RateLimit, ...]
     reservations: tuple[ConcurrencyLimit, ...]
@@ -218,11 +220,16 @@ class ActorRef(Generic[P, R]):
         max_concurrent: int | None = None,
         max_pending: int | None = None,
         result_ttl: timedelta | None = None,
+        timeout: timedelta | None = None,
         metadata: Mapping[str, JSON] | None = None,
         rate_limits: Sequence[RateLimit] | None = None,
         reservations: Sequence[ConcurrencyLimit] | None = None,
     ) -> None:
         where = f"@actor {describe(fn)}"
+        if timeout is not None:
+            problem = timeout_problem(timeout)
+            if problem is not None:
+                raise ConfigurationError(f"{where}: timeout {problem}")
         if retry is not None and not isinstance(retry, RetryPolicy):
             raise ConfigurationError(f"{where}: retry must be a RetryPolicy, got {retry!r}")
         if result_ttl is not None and (
@@ -270,6 +277,7 @@ class ActorRef(Generic[P, R]):
             "max_concurrent": _check_positive(max_concurrent, "max_concurrent", where),
             "max_pending": _check_positive(max_pending, "max_pending", where),
             "result_ttl": result_ttl,
+            "timeout": timeout,
             "metadata": MappingProxyType(frozen_metadata),
             "rate_limits": limits[0],
             "reservations": limits[1],
@@ -550,6 +558,7 @@ class ActorRef(Generic[P, R]):
         tags: Iterable[str] = (),
         trace_id: str | None = None,
         span_id: str | None = None,
+        timeout: timedelta | None = None,
         now: datetime,
     ) -> NewJob:
         """The job to enqueue for ``payload`` at ``now``.
@@ -557,7 +566,9 @@ class ActorRef(Generic[P, R]):
         Validates and dumps the payload (``PayloadValidationError``), stores
         ``retry.job_max_attempts``, and turns an indefinite policy's
         ``time_budget`` into the deadline (the earlier of it and
-        ``schedule_to_close``). Bad options raise ``TypeError``/``ValueError``.
+        ``schedule_to_close``). ``timeout`` is stored with the job and bounds
+        each of its attempts instead of the actor's ``timeout``. Bad options
+        raise ``TypeError``/``ValueError``.
         """
         dumped = self.dump_payload(payload)
         if priority.__class__ is not int and (
@@ -581,6 +592,11 @@ class ActorRef(Generic[P, R]):
             )
         if queue is not None and (not isinstance(queue, str) or not queue):
             raise ValueError(f"queue must be a non-empty string, got {queue!r}")
+        if timeout is not None:
+            problem = timeout_problem(timeout)
+            if problem is not None:
+                error = TypeError if not isinstance(timeout, timedelta) else ValueError
+                raise error(f"timeout {problem}")
         _check_aware(now, "now")
         retry = self.retry
         if schedule_to_close is not None:
@@ -607,6 +623,7 @@ class ActorRef(Generic[P, R]):
             trace_id=trace_id,
             span_id=span_id,
             max_pending=self.max_pending,
+            attempt_timeout=timeout,
         )
 
 
@@ -650,6 +667,7 @@ def actor(
     max_concurrent: int | None = None,
     max_pending: int | None = None,
     result_ttl: timedelta | None = None,
+    timeout: timedelta | None = None,
     metadata: Mapping[str, JSON] | None = None,
     rate_limits: Sequence[RateLimit] | None = None,
     reservations: Sequence[ConcurrencyLimit] | None = None,
@@ -666,6 +684,7 @@ def actor(
     max_concurrent: int | None = None,
     max_pending: int | None = None,
     result_ttl: timedelta | None = None,
+    timeout: timedelta | None = None,
     metadata: Mapping[str, JSON] | None = None,
     rate_limits: Sequence[RateLimit] | None = None,
     reservations: Sequence[ConcurrencyLimit] | None = None,
@@ -679,6 +698,10 @@ def actor(
     start. ``rate_limits`` (:class:`RateLimit`) and ``reservations``
     (:class:`ConcurrencyLimit`) are checked by the worker before each
     invocation; a job denied one is snoozed (see ``docs/actors-and-client.md``).
+    ``timeout`` bounds each attempt (an enqueue's ``timeout`` overrides it): at
+    the bound the job's ``cancel_event`` is set, then its task cancelled, and
+    the attempt fails with ``AttemptTimeout`` (its retry policy decides what
+    follows).
     Raises ``ActorSignatureError`` for a bad signature and
     ``ConfigurationError`` for a bad option.
     """
@@ -695,6 +718,7 @@ def actor(
             max_concurrent=max_concurrent,
             max_pending=max_pending,
             result_ttl=result_ttl,
+            timeout=timeout,
             metadata=metadata,
             rate_limits=rate_limits,
             reservations=reservations,

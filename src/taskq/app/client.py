@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, Self, TypeVar, cast
 
@@ -271,12 +271,15 @@ class JobsClient:
         tags: Iterable[str] = (),
         trace_id: str | None = None,
         span_id: str | None = None,
+        timeout: timedelta | None = None,  # noqa: ASYNC109 (the job's attempts', not this call's)
         connection: Any = None,
     ) -> JobHandle[R]:
         """Enqueue one job of ``ref``; returns its handle.
 
         ``scheduled_at`` in the future schedules it; ``identity_key`` /
         ``idempotency_key`` may return an existing job (``was_existing``).
+        ``timeout`` bounds each attempt of this job, instead of the actor's
+        ``timeout`` (stored with the job).
         ``connection`` writes inside the caller's transaction. Raises
         ``PayloadValidationError`` (nothing written), ``MaxPendingExceeded``
         and the other ``EnqueueRefused`` errors, ``StoreUnavailable``.
@@ -295,6 +298,7 @@ class JobsClient:
             tags=tags,
             trace_id=trace_id,
             span_id=span_id,
+            timeout=timeout,
             now=self._clock.now(),
         )
         enqueuer = self._enqueuer(connection)  # a wrong connection= is no unstorable job
@@ -321,6 +325,7 @@ class JobsClient:
         tags: Iterable[str] = (),
         trace_id: str | None = None,
         span_id: str | None = None,
+        timeout: timedelta | None = None,  # noqa: ASYNC109 (the job's attempts', not this call's)
         connection: Any = None,
     ) -> list[JobHandle[R]]:
         """Enqueue one job per payload in one round trip, all or nothing.
@@ -351,6 +356,7 @@ class JobsClient:
                 tags=tags,
                 trace_id=trace_id,
                 span_id=span_id,
+                timeout=timeout,
                 now=self._clock.now(),
             )
         except PayloadValidationError as exc:

@@ -33,6 +33,8 @@ class NewJob:
     maintenance sweep decide between re-pending and ``crashed`` for a job whose
     worker died, without knowing the actor's policy. ``max_pending`` is the
     actor literal; a stored ``actor_config.max_pending`` overrides it.
+    ``attempt_timeout`` bounds each attempt of this job, overriding the actor's
+    ``timeout`` (``None``: the actor's, if it has one).
     """
 
     actor: str
@@ -50,6 +52,7 @@ class NewJob:
     trace_id: str | None = None
     span_id: str | None = None
     max_pending: int | None = None
+    attempt_timeout: timedelta | None = None
 
 
 _NEW_JOB_FIELDS: tuple[str, ...] = tuple(NewJob.__dataclass_fields__)
@@ -161,6 +164,8 @@ class Job:
     last_error: str | None
     trace_id: str | None
     span_id: str | None
+    #: The job's own attempt timeout (its enqueue's ``timeout``), else None.
+    attempt_timeout: timedelta | None = None
 
     @property
     def snooze_count(self) -> int:
@@ -203,6 +208,9 @@ class ClaimedJob:
     #: The claim itself marked it started (``ClaimRequest.start_now``): a consumer was
     #: waiting for it. Otherwise it runs only after ``JobClaimer.mark_started`` held.
     started: bool = False
+    #: How long one attempt of this job may run, when its enqueue said (it overrides the
+    #: actor's ``timeout``); None: the actor's bound, if any.
+    attempt_timeout: timedelta | None = None
 
     @property
     def lease(self) -> Lease:

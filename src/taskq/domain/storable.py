@@ -35,6 +35,8 @@ MAX_KEY_LENGTH: Final = 400
 #: The longest result_ttl: about 1,000 years keeps a result's expiry within what
 #: Python's datetime (year 9999) and Postgres's timestamptz hold, for millennia.
 MAX_RESULT_TTL: Final = timedelta(days=365_250)
+#: The longest attempt timeout (``@actor(timeout=...)``, ``enqueue(timeout=...)``), as long.
+MAX_ATTEMPT_TIMEOUT: Final = MAX_RESULT_TTL
 
 #: A ``\u0000`` escape in JSON text, not a literal backslash followed by ``u0000``:
 #: the escape's backslash is preceded by whole ``\\`` pairs only.
@@ -127,6 +129,28 @@ def check_new_job(job: NewJob) -> None:
         raise ValueError(
             f"NewJob.max_attempts must be None or within [1, {INT32_MAX}], got {attempts}"
         )
+    if job.attempt_timeout is not None:
+        problem = timeout_problem(job.attempt_timeout)
+        if problem is not None:
+            raise ValueError(f"NewJob.attempt_timeout {problem}")
+
+
+def timeout_problem(value: object) -> str | None:
+    """Why ``value`` cannot bound an attempt (a positive ``timedelta`` of at most
+    :data:`MAX_ATTEMPT_TIMEOUT`), or None when it can."""
+    if not isinstance(value, timedelta):
+        return (
+            f"must be a datetime.timedelta (e.g. timedelta(seconds=30)), "
+            f"got {type(value).__name__} {value!r}"
+        )
+    if value <= timedelta(0):
+        return f"must be a positive timedelta, got {value!r}"
+    if value > MAX_ATTEMPT_TIMEOUT:
+        return (
+            f"is at most {MAX_ATTEMPT_TIMEOUT.days:,} days (about 1,000 years, what every "
+            f"store and timer holds), got {value!r}"
+        )
+    return None
 
 
 def _check_instant(field: str, value: datetime | None) -> None:
@@ -216,6 +240,7 @@ def _lone_surrogate(text: str) -> bool:
 __all__ = [
     "INT32_MAX",
     "INT32_MIN",
+    "MAX_ATTEMPT_TIMEOUT",
     "MAX_KEY_LENGTH",
     "MAX_NAME_LENGTH",
     "MAX_RESULT_TTL",
@@ -227,4 +252,5 @@ __all__ = [
     "check_queue_mode",
     "storable_text",
     "text_problem",
+    "timeout_problem",
 ]

@@ -113,6 +113,7 @@ OVERRIDES: Final[Mapping[str, Mapping[str, str]]] = {
         "tags": "NULL",
         "trace_id": "NULL",
         "span_id": "NULL",
+        "attempt_timeout": "NULL",
         "channel": "'c'",
     },
     "workers.isolate_worker": {"error": "'x'", "error_class": "'HeartbeatLost'"},

@@ -140,7 +140,7 @@ _INSERTED_COLUMNS = (
     "queue, actor, payload, status::text, priority, attempt, max_attempts, fencing_token,"
     " scheduled_at = created_at AS due_at_creation, started_at, finished_at, locked_by,"
     " cancel_phase, schedule_to_close, fairness_key, identity_key, idempotency_key, metadata,"
-    " tags, result, last_error, trace_id, span_id"
+    " tags, result, last_error, trace_id, span_id, attempt_timeout"
 )
 
 
@@ -157,7 +157,8 @@ async def test_a_job_setting_no_optional_column_takes_the_bare_insert(
     calls.calls.clear()
     await counted.enqueue(bare, now=datetime.now(UTC))
     await counted.enqueue(NewJob(actor="a", queue="q1", payload={"n": 1}, trace_id="t"))
-    assert calls.calls == ["insert_job", "insert_job"]
+    await counted.enqueue(NewJob(actor="a", attempt_timeout=timedelta(seconds=1)))
+    assert calls.calls == ["insert_job", "insert_job", "insert_job"]
     conn = await asyncpg.connect(dsn)
     try:
         full_sql = render_store_queries(schema)["insert_job"]
@@ -178,6 +179,7 @@ async def test_a_job_setting_no_optional_column_takes_the_bare_insert(
                     "tags": [],
                     "trace_id": None,
                     "span_id": None,
+                    "attempt_timeout": None,
                     "channel": schema.wake_channel,
                 }
             ),

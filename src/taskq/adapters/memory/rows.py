@@ -11,7 +11,7 @@ import copy
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from taskq.domain.cancel_phase import CancelPhase
 from taskq.domain.job import JSON, AttemptRecord, ClaimedJob, Job, Lease, build_claimed_job
@@ -71,6 +71,7 @@ class JobRow:
     result: JSON = None
     result_expires_at: datetime | None = None
     last_error: str | None = None
+    attempt_timeout: timedelta | None = None
 
     @property
     def lease(self) -> Lease:
@@ -111,6 +112,7 @@ class JobRow:
             last_error=self.last_error,
             trace_id=self.trace_id,
             span_id=self.span_id,
+            attempt_timeout=self.attempt_timeout,
         )
 
     def to_claimed(self) -> ClaimedJob:
@@ -132,6 +134,7 @@ class JobRow:
             trace_id=self.trace_id,
             span_id=self.span_id,
             started=self.started_at is not None,
+            attempt_timeout=self.attempt_timeout,
         )
 
 

@@ -95,6 +95,7 @@ class EnqueueOps(StoreCore):
             tags=tuple(job.tags),
             trace_id=job.trace_id,
             span_id=job.span_id,
+            attempt_timeout=job.attempt_timeout,
         )
         self._db.insert_job(row)
         return row

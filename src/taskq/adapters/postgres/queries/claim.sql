@@ -87,7 +87,7 @@ claimed AS (
                    THEN LEAST(GREATEST(j.schedule_to_close, '0001-01-01 00:00:00+00'),
                               '9999-12-31 23:59:59+00') END AS schedule_to_close,
               j.fairness_key, j.metadata::text AS metadata, j.trace_id, j.span_id,
-              j.started_at IS NOT NULL AS started
+              j.started_at IS NOT NULL AS started, j.attempt_timeout
 )
 SELECT s.yes AS simple, cl.*
 FROM simple s
@@ -235,7 +235,7 @@ claimed AS (
                    THEN LEAST(GREATEST(j.schedule_to_close, '0001-01-01 00:00:00+00'),
                               '9999-12-31 23:59:59+00') END AS schedule_to_close,
               j.fairness_key, j.metadata::text AS metadata, j.trace_id, j.span_id,
-              j.started_at IS NOT NULL AS started
+              j.started_at IS NOT NULL AS started, j.attempt_timeout
 )
 -- Every row carries the written leases (the first row always exists: the simple flag).
 SELECT s.yes AS simple,
@@ -543,7 +543,7 @@ claimed AS (
                    THEN LEAST(GREATEST(j.schedule_to_close, '0001-01-01 00:00:00+00'),
                               '9999-12-31 23:59:59+00') END AS schedule_to_close,
               j.fairness_key, j.metadata::text AS metadata, j.trace_id, j.span_id,
-              j.started_at IS NOT NULL AS started
+              j.started_at IS NOT NULL AS started, j.attempt_timeout
 )
 SELECT NOT EXISTS (SELECT 1 FROM cfg) AND NOT EXISTS (SELECT 1 FROM rr) AS simple, cl.*
 FROM (SELECT 1) AS one

@@ -27,7 +27,7 @@ ins AS (
     INSERT INTO {schema}.jobs (
         queue, actor, payload, status, priority, max_attempts, created_at, scheduled_at,
         schedule_to_close, fairness_key, identity_key, idempotency_key, metadata, tags,
-        trace_id, span_id
+        trace_id, span_id, attempt_timeout
     )
     SELECT s.queue, s.actor, s.payload,
            CASE WHEN s.scheduled_at > (SELECT r.now FROM req r) THEN 'scheduled'
@@ -39,7 +39,7 @@ ins AS (
            coalesce(s.metadata, '{}'::jsonb),
            CASE WHEN s.tags IS NULL OR jsonb_array_length(s.tags) = 0 THEN '{}'::text[]
                 ELSE ARRAY(SELECT jsonb_array_elements_text(s.tags)) END,
-           s.trace_id, s.span_id
+           s.trace_id, s.span_id, s.attempt_timeout
     -- Set-returning functions in the select list stream in lockstep (no tuplestore to
     -- spill for big batches); a NULL array or document pads with NULLs.
     FROM (SELECT unnest(:queue::text[]) AS queue, unnest(:actor::text[]) AS actor,
@@ -53,7 +53,8 @@ ins AS (
                  unnest(:idempotency_key::text[]) AS idempotency_key,
                  jsonb_array_elements(:metadata::text::jsonb) AS metadata,
                  jsonb_array_elements(:tags::text::jsonb) AS tags,
-                 unnest(:trace_id::text[]) AS trace_id, unnest(:span_id::text[]) AS span_id
+                 unnest(:trace_id::text[]) AS trace_id, unnest(:span_id::text[]) AS span_id,
+                 unnest(:attempt_timeout::interval[]) AS attempt_timeout
          ) AS s
     WHERE (SELECT g.open FROM gate g)
     RETURNING id
@@ -95,7 +96,7 @@ SELECT pg_notify(:channel::text, :wake_queue::text) AS woken
 -- The wake-up rides on RETURNING, so it goes out only when the row is written.
 INSERT INTO {schema}.jobs (
     queue, actor, payload, status, priority, max_attempts, created_at, scheduled_at,
-    schedule_to_close, fairness_key, metadata, tags, trace_id, span_id
+    schedule_to_close, fairness_key, metadata, tags, trace_id, span_id, attempt_timeout
 )
 SELECT :queue::text, :actor::text, :payload::text::jsonb,
        CASE WHEN :scheduled_at::timestamptz > coalesce(:now::timestamptz, now())
@@ -104,7 +105,7 @@ SELECT :queue::text, :actor::text, :payload::text::jsonb,
        -- greatest ignores a NULL scheduled_at: due now.
        greatest(:scheduled_at::timestamptz, coalesce(:now::timestamptz, now())),
        :schedule_to_close::timestamptz, :fairness_key::text, :metadata::text::jsonb,
-       :tags::text[], :trace_id::text, :span_id::text
+       :tags::text[], :trace_id::text, :span_id::text, :attempt_timeout::interval
 WHERE NOT EXISTS (
     SELECT 1 FROM {schema}.actor_config ac
     WHERE ac.actor = :actor::text AND ac.max_pending IS NOT NULL
@@ -114,7 +115,7 @@ RETURNING id AS inserted_id,
                THEN pg_notify(:channel::text, :queue::text)::text END AS woken
 
 -- name: insert_job_bare
--- insert_job for a job that sets no optional column (no schedule, deadline, fairness key, metadata, tags or trace ids) on the database clock: the rest take their column defaults, so six parameters travel instead of fourteen (a single enqueue's statement costs the client about a third less to bind, the server less to parse).
+-- insert_job for a job that sets no optional column (no schedule, deadline, timeout, fairness key, metadata, tags or trace ids) on the database clock: the rest take their column defaults, so six parameters travel instead of fourteen (a single enqueue's statement costs the client about a third less to bind, the server less to parse).
 INSERT INTO {schema}.jobs (queue, actor, payload, status, priority, max_attempts)
 SELECT :queue::text, :actor::text, :payload::text::jsonb, 'pending', :priority::integer,
        :max_attempts::integer
@@ -160,7 +161,7 @@ ins AS (
     INSERT INTO {schema}.jobs (
         queue, actor, payload, status, priority, max_attempts, created_at, scheduled_at,
         schedule_to_close, fairness_key, identity_key, idempotency_key, metadata, tags,
-        trace_id, span_id
+        trace_id, span_id, attempt_timeout
     )
     SELECT :queue::text, :actor::text, :payload::text::jsonb,
            CASE WHEN :scheduled_at::timestamptz > r.now THEN 'scheduled' ELSE 'pending' END,
@@ -171,7 +172,7 @@ ins AS (
            :idempotency_key::text, :metadata::text::jsonb,
            CASE WHEN :tags::text IS NULL THEN '{}'::text[]
                 ELSE ARRAY(SELECT jsonb_array_elements_text(:tags::text::jsonb)) END,
-           :trace_id::text, :span_id::text
+           :trace_id::text, :span_id::text, :attempt_timeout::interval
     FROM req r
     WHERE (SELECT g.open FROM gate g) AND NOT EXISTS (SELECT 1 FROM existing)
     ON CONFLICT DO NOTHING

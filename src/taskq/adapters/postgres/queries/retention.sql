@@ -38,14 +38,15 @@ archived AS (
         created_at, scheduled_at, started_at, finished_at, locked_by, lock_expires_at,
         cancel_phase, cancel_requested_at, schedule_to_close, fairness_key, identity_key,
         idempotency_key, metadata, tags, result, result_expires_at, last_error, error_class,
-        trace_id, span_id, finished_by, archived_at, expire_at
+        trace_id, span_id, finished_by, attempt_timeout, archived_at, expire_at
     )
     SELECT m.id, m.queue, m.actor, m.payload, m.status, m.priority, m.attempt, m.max_attempts,
            m.fencing_token, m.created_at, m.scheduled_at, m.started_at, m.finished_at,
            m.locked_by, m.lock_expires_at, m.cancel_phase, m.cancel_requested_at,
            m.schedule_to_close, m.fairness_key, m.identity_key, m.idempotency_key, m.metadata,
            m.tags, m.result, m.result_expires_at, m.last_error, m.error_class, m.trace_id,
-           m.span_id, m.finished_by, r.now, r.now + :archive_retention::interval
+           m.span_id, m.finished_by, m.attempt_timeout, r.now,
+           r.now + :archive_retention::interval
     FROM moved m, req r
     RETURNING id
 )

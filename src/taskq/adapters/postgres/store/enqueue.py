@@ -115,8 +115,11 @@ def _is_bare(job: NewJob) -> bool:
 
 
 def _untimed(job: NewJob) -> bool:
-    """Neither timestamp set: nothing for :func:`_present_columns` to check."""
-    return job.scheduled_at is None and job.schedule_to_close is None
+    """No time option set (schedule, deadline, attempt timeout): nothing for
+    :func:`_present_columns` to check."""
+    return (
+        job.scheduled_at is None and job.schedule_to_close is None and job.attempt_timeout is None
+    )
 
 
 def _present_columns(jobs: Sequence[NewJob]) -> frozenset[str]:
@@ -137,6 +140,8 @@ def _present_columns(jobs: Sequence[NewJob]) -> frozenset[str]:
                 raise TypeError(
                     f"NewJob.schedule_to_close must be timezone-aware: {job.schedule_to_close!r}"
                 )
+        if job.attempt_timeout is not None:
+            present.add("attempt_timeout")
         if job.fairness_key is not None:
             present.add("fairness_key")
         if job.identity_key is not None:
@@ -448,6 +453,7 @@ class Enqueuer:
                 tags=documents.tags,
                 trace_id=_optional(jobs, "trace_id", present),
                 span_id=_optional(jobs, "span_id", present),
+                attempt_timeout=_optional(jobs, "attempt_timeout", present),
                 wake_queue=queue,
             )
         except LockTimeout as exc:
@@ -498,6 +504,7 @@ class Enqueuer:
                 tags=list(job.tags),
                 trace_id=job.trace_id,
                 span_id=job.span_id,
+                attempt_timeout=job.attempt_timeout,
             )
         if row is None:  # nothing written: a stored max_pending applies
             return _LIMITED
@@ -530,6 +537,7 @@ class Enqueuer:
                 tags=dump_json(list(job.tags)) if job.tags else None,
                 trace_id=job.trace_id,
                 span_id=job.span_id,
+                attempt_timeout=job.attempt_timeout,
             )
         except LockTimeout as exc:
             raise _key_refusal([job], f"gave up waiting for a key lock: {exc}") from exc

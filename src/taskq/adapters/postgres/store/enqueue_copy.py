@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Final
 
 from taskq.adapters.postgres.store.rows import dump_json_object
@@ -39,6 +39,7 @@ COPY_COLUMNS: Final = (
     "tags",
     "trace_id",
     "span_id",
+    "attempt_timeout",
 )
 #: The columns every row carries; a batch sends the others only when a job sets them
 #: (each value the server need not parse is a saving on every row).
@@ -59,6 +60,13 @@ def _optional_text(value: str | None) -> str:
 
 def _timestamp(value: datetime | None) -> str:
     return NULL if value is None else value.isoformat()
+
+
+def _interval(value: timedelta | None) -> str:
+    # Exact in microseconds, whatever the server's IntervalStyle.
+    if value is None:
+        return NULL
+    return f"{value.days} days {value.seconds} seconds {value.microseconds} microseconds"
 
 
 def _json(text: str) -> str:
@@ -92,6 +100,7 @@ def _options(job: NewJob, now: datetime, now_text: str) -> tuple[str, ...]:
         _tags(job.tags),
         _optional_text(job.trace_id),
         _optional_text(job.span_id),
+        _interval(job.attempt_timeout),
     )
 
 
@@ -102,7 +111,7 @@ _CLOCK_COLUMNS: Final = ("created_at", "scheduled_at")
 def _defaults(now_text: str) -> tuple[str, ...]:
     """Each optional column's default (COPY_COLUMNS from max_attempts); the clock columns
     are decided apart."""
-    return (NULL, now_text, now_text, NULL, NULL, "{}", "{}", NULL, NULL)
+    return (NULL, now_text, now_text, NULL, NULL, "{}", "{}", NULL, NULL, NULL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +148,7 @@ def plan_copy(jobs: Sequence[NewJob], now: datetime, *, clock_given: bool) -> Co
             id(job.tags),
             job.trace_id,
             job.span_id,
+            job.attempt_timeout,
         )
         if key not in rendered:
             rendered[key] = _options(job, now, now_text)

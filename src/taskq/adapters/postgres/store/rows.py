@@ -171,6 +171,7 @@ def _job_from_row(row: Row) -> Job:
         last_error=row["last_error"],
         trace_id=row["trace_id"],
         span_id=row["span_id"],
+        attempt_timeout=row["attempt_timeout"],
     )
 
 
@@ -225,6 +226,7 @@ def _claimed(
         span_id=row["span_id"],
         unreadable=unreadable,
         started=row["started"],
+        attempt_timeout=row["attempt_timeout"],
     )
 
 
