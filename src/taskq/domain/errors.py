@@ -18,6 +18,7 @@ domain errors::
     ├── ActorConfigDriftList              (all drift found in one startup check)
     ├── PayloadValidationError            (never retried)
     ├── DeadlineExceeded                  (schedule_to_close passed)
+    ├── AttemptTimeout                    (an attempt ran past its timeout)
     ├── HeartbeatLost                     (recorded on jobs of an isolated worker)
     ├── EnqueueRefused
     │   ├── MaxPendingExceeded
@@ -163,6 +164,11 @@ class PayloadValidationError(TaskQError):
 
 class DeadlineExceeded(TaskQError):
     """The job's schedule_to_close deadline has passed."""
+
+
+class AttemptTimeout(TaskQError):
+    """An attempt ran past its timeout (``@actor(timeout=...)`` or the enqueue's); the
+    worker stopped it. Its class name is the error class recorded on the attempt."""
 
 
 class HeartbeatLost(TaskQError):

@@ -26,7 +26,9 @@ Decision (``decide``), first matching row wins::
                         deadline passed (now >= deadline)              Fail(DeadlineExceeded)
                         now + backoff at/after the deadline            Fail(DeadlineExceeded)
                         otherwise                                      Retry(now + backoff)
-                        (every decision on a Raised carries its traceback)
+                        (every decision on a Raised carries its traceback;
+                        an attempt stopped at its timeout or running deadline
+                        is a Raised of class AttemptTimeout / DeadlineExceeded)
     Snoozed             deadline passed, or now + delay at/after it    Fail(DeadlineExceeded)
                         otherwise                                      SnoozeUntil(now + delay)
     RetriedAfter        deadline passed                                Fail(DeadlineExceeded)

@@ -7,6 +7,13 @@ daemons because a thread cannot be stopped: a sync job the shutdown gave up on
 (cancelled, then abandoned, its outcome written) may still be running when the
 worker returns, and ``concurrent.futures.ThreadPoolExecutor`` threads would keep
 the process from exiting until it ends, which for a hung job is never.
+
+A thread running a job the worker gave up on (its timeout's cleanup grace
+passed) is *written off* (:meth:`ActorThreads.write_off`): until it returns,
+one more thread may start in its place, so a hung job does not take a slot
+from the jobs that follow. At most ``max_workers`` threads are written off at
+once (the pool never holds more than twice ``max_workers`` threads); past that,
+new jobs wait for a thread as before.
 """
 
 from __future__ import annotations
@@ -58,6 +65,8 @@ class ActorThreads(Executor):
         self._numbers = itertools.count()
         self._lock = threading.Lock()
         self._shut = False
+        #: Threads still running a job the worker gave up on (see write_off).
+        self._written_off = 0
 
     def __repr__(self) -> str:
         return f"<ActorThreads {self._prefix} threads={len(self._threads)}/{self._max_workers}>"
@@ -68,7 +77,10 @@ class ActorThreads(Executor):
                 raise RuntimeError("cannot run a job after the actor threads were shut down")
             future: Future[T] = Future()
             self._work.put((future, fn, args, kwargs))
-            if not self._idle.acquire(blocking=False) and len(self._threads) < self._max_workers:
+            if (
+                not self._idle.acquire(blocking=False)
+                and self._live() < self._max_workers + self._written_off
+            ):
                 thread = threading.Thread(
                     target=self._serve,
                     name=f"{self._prefix}_{next(self._numbers)}",
@@ -78,6 +90,31 @@ class ActorThreads(Executor):
                 thread.start()
                 self._threads.append(thread)
             return future
+
+    def write_off(self) -> bool:
+        """A thread is running a job the worker gave up on: let another thread start in
+        its place until :meth:`written_off_returned`. False (nothing written off) when
+        ``max_workers`` threads already are."""
+        with self._lock:
+            if self._written_off >= self._max_workers:
+                return False
+            self._written_off += 1
+            return True
+
+    def written_off_returned(self) -> None:
+        """A written-off job returned: its thread serves jobs again (the pool keeps the
+        extra thread, idle, rather than stopping one)."""
+        with self._lock:
+            self._written_off = max(self._written_off - 1, 0)
+
+    @property
+    def written_off(self) -> int:
+        """Threads running a job the worker gave up on, each replaceable."""
+        return self._written_off
+
+    def _live(self) -> int:
+        # Threads started and not stopped (only shutdown stops them).
+        return len(self._threads)
 
     def idle_stopped(self) -> list[Future[None]]:
         """After :meth:`shutdown`: one future per thread that was not running a job, done

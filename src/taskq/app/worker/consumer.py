@@ -25,6 +25,12 @@ Dispatch sequence of one job (the worker guide's, in order):
 How an attempt that was asked to stop ends (``ctx.cancel_event`` records
 whether the actor saw the request: read ``ctx.cancelled`` or awaited it):
 
+- its timeout or its job's deadline (``timeouts``, armed in step 6 for a
+  bounded attempt only): the actor returned after seeing it, raised after
+  seeing it, its task was force-cancelled, or the worker gave up on it →
+  ``AttemptTimeout`` / ``DeadlineExceeded``, an error the retry policy
+  decides on; returned without seeing it → as it ended;
+
 - a user's cancel (through the API): the actor returned after seeing it,
   raised, or its task was force-cancelled → ``cancelled``; returned without
   seeing it → as it ended (``succeeded``: the work was done);
@@ -59,6 +65,7 @@ from taskq.app.worker.refused_writes import FailedInstead, Written
 from taskq.app.worker.start_gate import StartGate, needs_gate
 from taskq.app.worker.start_marks import StartMarks
 from taskq.app.worker.state import ActiveJob, WorkerState
+from taskq.app.worker.timeouts import TIMED_OUT_REASONS, AttemptTimers, timed_out
 from taskq.app.worker.waiting import kept, until_stopped
 from taskq.domain.cancel import consumer_skips_mark_cancelled
 from taskq.domain.errors import LeaseLost, PayloadValidationError, TaskQError
@@ -132,6 +139,7 @@ class Dispatcher:
         # THREAD-scope instances are torn down in the thread that made them (sqlite3, ...).
         hooks: ThreadHooks | None = getattr(scopes, "thread", None)
         self._threads = ActorThreads(state.settings.max_concurrency, hooks=hooks)
+        self.timers = AttemptTimers(state, self._threads)
         self._hold: Callable[[], Callable[[], None]] | None = getattr(state.clock, "hold", None)
         limiter = state.ports.rate_limiter
         # Startup refuses actors with limits when there is no limiter (require_rate_limiter).
@@ -347,13 +355,19 @@ class Dispatcher:
         # one future, not a race of waiters per job.
         settled = active.settled = task.get_loop().create_future()
         task.add_done_callback(partial(_settle_once, settled))
+        watcher = self.timers.arm(active, task)  # None unless the attempt has a bound
         try:
             await settled
         except BaseException:
             task.cancel()  # this consumer itself is being cancelled
             raise
+        finally:
+            if watcher is not None:
+                watcher.cancel()
         if active.stop_waiting:
             return None
+        if not task.done():  # its timeout's cleanup grace passed: given up on
+            return self.timers.gave_up(active, task)
         return _outcome_of(active, task)
 
     def _context(self, active: ActiveJob, payload: Any) -> JobContext[Any]:
@@ -564,6 +578,7 @@ class Dispatcher:
         for task in list(self._retries):
             task.cancel()
         await asyncio.gather(*self._retries, return_exceptions=True)
+        self.timers.close()
         self._threads.shutdown(wait=False, cancel_futures=True)
         # Idle threads stop now, tearing down their THREAD-scope instances: wait for
         # that, so the scopes' close sees it done (a thread still in a job is not waited).
@@ -666,6 +681,8 @@ def _outcome_of(active: ActiveJob, task: asyncio.Task[Any]) -> Outcome:
             )
         if reason == "request":
             return CancelledByRequest()
+        if reason in TIMED_OUT_REASONS:
+            return timed_out(active)
         return _interrupted(active)
     else:
         exc = task.exception()
@@ -673,6 +690,8 @@ def _outcome_of(active: ActiveJob, task: asyncio.Task[Any]) -> Outcome:
     if exc is None:
         if reason is not None and active.cancel_event.observed:
             # A cooperative early return: the actor saw the request and stopped.
+            if reason in TIMED_OUT_REASONS:
+                return timed_out(active)
             return CancelledByRequest() if reason == "request" else _interrupted(active)
         try:
             # Finished without looking at the request: the work is done.
@@ -683,6 +702,8 @@ def _outcome_of(active: ActiveJob, task: asyncio.Task[Any]) -> Outcome:
     if reason == "request":
         return CancelledByRequest()
     if reason is not None and active.cancel_event.observed:
+        if reason in TIMED_OUT_REASONS:
+            return timed_out(active, raised=exc)  # it raised to stop at its bound
         return _interrupted(active)  # it raised to stop, as the worker asked
     if isinstance(exc, Snooze | RetryAfter):
         return outcome_from_exception(exc)

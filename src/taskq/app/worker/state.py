@@ -22,13 +22,15 @@ from taskq.app.worker.refused_writes import Written
 from taskq.app.worker.waiting import LatchEvent
 from taskq.domain.cancel import CancelController, GracePeriods
 from taskq.domain.job import ClaimedJob, Lease
+from taskq.domain.timeouts import AttemptBound
 from taskq.ports.clock import Clock
 from taskq.ports.queue_store import QueueStore
 from taskq.ports.store_params import Finish
 
 #: Why a job's cancel_event was set. A user request ends the job ``cancelled``; the
-#: worker's shutdown or a lost lease interrupts it (see ``consumer``): never cancelled.
-CancelReason = Literal["request", "shutdown", "lease_lost"]
+#: worker's shutdown or a lost lease interrupts it (see ``consumer``): never cancelled;
+#: the attempt's timeout or its job's deadline fails the attempt (see ``timeouts``).
+CancelReason = Literal["request", "shutdown", "lease_lost", "timeout", "deadline"]
 
 
 class CancelEvent(asyncio.Event):
@@ -87,6 +89,8 @@ class ActiveJob:
     #: How the actor function itself ended, ``(value, error, cancel_reason then)``, set
     #: before its TRANSIENT teardown: the outcome, whatever happens to the task after.
     actor_ended: tuple[Any, BaseException | None, CancelReason | None] | None = None
+    #: The attempt's timeout or deadline, once it was reached (``timeouts``), else None.
+    expired: AttemptBound | None = None
 
     def __repr__(self) -> str:
         return (
