@@ -185,8 +185,9 @@ class ShutdownOrchestrator:
                 active.request_cancel("shutdown")
         elif isinstance(action, PersistForcedAndCancelTasks):
             state.shutdown_cancel = "forced"
+            # Nothing persisted: a cancel phase in the row would read as a user's request.
             for active in state.active:
-                await self._force(active)
+                active.force_cancel("shutdown")
         elif isinstance(action, MarkAbandonedStillRunning):
             for active in state.active:
                 await self._abandon(active)
@@ -286,10 +287,6 @@ class ShutdownOrchestrator:
                 write="release",
                 error=str(exc),
             )
-
-    async def _force(self, active: ActiveJob) -> None:
-        # Nothing persisted: a cancel phase in the row would read as a user's request.
-        active.force_cancel("shutdown")
 
     async def _abandon(self, active: ActiveJob) -> None:
         """Hand back a job still running when the cleanup grace ran out."""
