@@ -90,7 +90,7 @@ def concluded(active: ActiveJob, outcome: Outcome, decision: Decision, state: Wo
             events.JOB_FAILED,
             logging.ERROR,
             traceback=decision.traceback,
-            **_named(active),
+            **job_fields(active),
             error_class=decision.error_class,
             error=decision.error,
         )
@@ -99,7 +99,7 @@ def concluded(active: ActiveJob, outcome: Outcome, decision: Decision, state: Wo
             events.JOB_ATTEMPT_FAILED,
             logging.WARNING,
             traceback=decision.traceback,
-            **_named(active),
+            **job_fields(active),
             error_class=decision.error_class,
             error=decision.error,
             retry_at=decision.run_at.isoformat(),
@@ -108,8 +108,8 @@ def concluded(active: ActiveJob, outcome: Outcome, decision: Decision, state: Wo
         _finished(active, _ENDED_AS.get(kind, "snoozed"), state)
 
 
-def _named(active: ActiveJob) -> dict[str, Any]:
-    """The fields that say which attempt of which job."""
+def job_fields(active: ActiveJob) -> dict[str, Any]:
+    """The fields that say which attempt of which job, for every event about one."""
     job = active.job
     fields: dict[str, Any] = {
         "job_id": job.id,
@@ -127,10 +127,10 @@ def _finished(active: ActiveJob, outcome: str, state: WorkerState) -> None:
     events.emit(
         events.JOB_FINISHED,
         _DEBUG,
-        **_named(active),
+        **job_fields(active),
         outcome=outcome,
         duration_seconds=round(max(state.clock.monotonic() - active.started_mono, 0.0), 6),
     )
 
 
-__all__ = ["concluded", "started"]
+__all__ = ["concluded", "job_fields", "started"]

@@ -780,15 +780,11 @@ def _finish_of(
 
 def log_interrupted(active: ActiveJob, retryable: bool, why: str) -> None:
     """Say what became of an interrupted job: waiting again, or abandoned (non-retryable)."""
-    job = active.job
     if retryable:
         events.emit(
             events.JOB_INTERRUPTED,
             logging.WARNING,
-            job_id=job.id,
-            actor=job.actor,
-            queue=job.queue,
-            attempt=job.attempt,
+            **attempt_log.job_fields(active),
             reason=why,
             then="waits again; the attempt is not counted",
         )
@@ -796,10 +792,7 @@ def log_interrupted(active: ActiveJob, retryable: bool, why: str) -> None:
         events.emit(
             events.JOB_ABANDONED,
             logging.ERROR,
-            job_id=job.id,
-            actor=job.actor,
-            queue=job.queue,
-            attempt=job.attempt,
+            **attempt_log.job_fields(active),
             reason=why,
             then="abandoned: a non_retryable job never runs twice",
         )

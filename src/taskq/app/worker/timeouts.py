@@ -34,6 +34,7 @@ from typing import Any
 
 from taskq.app.worker import events
 from taskq.app.worker.actor_threads import ActorThreads
+from taskq.app.worker.attempt_log import job_fields
 from taskq.app.worker.state import ActiveJob, WorkerState
 from taskq.domain.cancel import GracePeriods
 from taskq.domain.outcomes import Raised, exception_text
@@ -86,7 +87,7 @@ class AttemptTimers:
         return watcher
 
     async def _watch(self, active: ActiveJob, task: asyncio.Task[Any], bound: AttemptBound) -> None:
-        clock, job = self.state.clock, active.job
+        clock = self.state.clock
         await clock.sleep(bound.after)
         if task.done() or active.cancel_reason is not None:
             return  # it ended, or another stop came first and keeps its meaning
@@ -95,10 +96,7 @@ class AttemptTimers:
         events.emit(
             events.JOB_TIMED_OUT,
             logging.WARNING,
-            job_id=job.id,
-            actor=job.actor,
-            queue=job.queue,
-            attempt=job.attempt,
+            **job_fields(active),
             reached=bound.reached(),
             then=f"cancel_event set; stopped after {bound.cooperative:g} s if still running",
         )
@@ -111,10 +109,7 @@ class AttemptTimers:
         events.emit(
             events.JOB_TIMEOUT_FORCED,
             logging.WARNING,
-            job_id=job.id,
-            actor=job.actor,
-            queue=job.queue,
-            attempt=job.attempt,
+            **job_fields(active),
             action="a sync actor's thread cannot be stopped: waited for"
             if sync
             else "task cancelled",
@@ -130,7 +125,6 @@ class AttemptTimers:
     def gave_up(self, active: ActiveJob, task: asyncio.Task[Any]) -> Raised:
         """The outcome of an attempt the watcher gave up on (its ``task`` still runs); the
         task is left to end on its own, its outcome discarded."""
-        job = active.job
         sync = not getattr(active.ref, "is_async", True)
         written_off = sync and self._threads.write_off()
         self._left.add(task)
@@ -138,10 +132,7 @@ class AttemptTimers:
         events.emit(
             events.JOB_TIMEOUT_ABANDONED,
             logging.ERROR,
-            job_id=job.id,
-            actor=job.actor,
-            queue=job.queue,
-            attempt=job.attempt,
+            **job_fields(active),
             reason="still running after the cleanup grace; the worker stopped waiting for it",
             thread="left running (a daemon); another thread may take its place"
             if written_off
