@@ -119,11 +119,16 @@ async def _kill_and_time_the_rerun(
         context=rerunner.output_tail,
     )
     assert started is not None
-    ran_on: int = await conn.fetchval(
-        f"SELECT worker_pid FROM {db.schema}.side_effects WHERE job_id = $1 AND attempt = 2",
-        job_id,
-    )
-    assert ran_on == rerunner.pid
+
+    async def ran_on() -> int | None:
+        # started_at is the claim's time: the actor's own row lands a moment later.
+        pid: int | None = await conn.fetchval(
+            f"SELECT worker_pid FROM {db.schema}.side_effects WHERE job_id = $1 AND attempt = 2",
+            job_id,
+        )
+        return pid
+
+    assert await eventually(ran_on, within=10, what="attempt 2's run") == rerunner.pid
     print(
         f"[{db.driver}] last heartbeat {last_seen.isoformat()}, lock {lock_at_death.isoformat()}, "
         f"attempt 2 started {(started - lock_at_death).total_seconds():.3f}s after the lock "
