@@ -366,8 +366,13 @@ class Dispatcher:
                 watcher.cancel()
         if active.stop_waiting:
             return None
-        if not task.done():  # its timeout's cleanup grace passed: given up on
-            return self.timers.gave_up(active, task)
+        if not task.done():
+            if active.abandon_queued:
+                # The heartbeat abandoned it (a cancel it ignored past both graces): the
+                # outcome is written; its slot serves the next job.
+                self.timers.leave(active, task)
+                return None
+            return self.timers.gave_up(active, task)  # its timeout's cleanup grace passed
         return _outcome_of(active, task)
 
     def _context(self, active: ActiveJob, payload: Any) -> JobContext[Any]:

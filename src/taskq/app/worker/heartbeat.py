@@ -36,6 +36,7 @@ from datetime import timedelta
 from typing import Final
 
 from taskq.app.worker import events
+from taskq.app.worker.attempt_log import job_fields
 from taskq.app.worker.exit_codes import ExitCode
 from taskq.app.worker.hand_back import hand_back
 from taskq.app.worker.startup import worker_info
@@ -282,13 +283,19 @@ async def _abandon(state: WorkerState, active: ActiveJob) -> None:
             )
         )
     except LeaseLost:
-        return  # it finished (or was reclaimed) meanwhile: nothing to abandon
+        pass  # it finished (or was reclaimed) meanwhile: nothing to abandon
     except TaskQError as exc:
         events.emit(
             events.JOB_WRITE_FAILED, logging.ERROR, job_id=job.id, write="abandon", error=str(exc)
         )
-        return
-    events.emit(events.JOB_ABANDONED, logging.ERROR, job_id=job.id, actor=job.actor)
+    else:
+        events.emit(events.JOB_ABANDONED, logging.ERROR, **job_fields(active))
+    # Its consumer stops waiting for code that ignored both the request and its task's
+    # cancellation: the slot serves the next job (a failed write leaves the job to the
+    # heartbeat's orphan release, which ends it cancelled: its cancel was requested).
+    settled = active.settled
+    if settled is not None and not settled.done():
+        settled.set_result(None)
 
 
 async def isolate_self(state: WorkerState, failures: int) -> None:

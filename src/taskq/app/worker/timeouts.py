@@ -122,13 +122,20 @@ class AttemptTimers:
         if settled is not None and not settled.done():
             settled.set_result(None)  # the consumer concludes: see gave_up
 
-    def gave_up(self, active: ActiveJob, task: asyncio.Task[Any]) -> Raised:
-        """The outcome of an attempt the watcher gave up on (its ``task`` still runs); the
-        task is left to end on its own, its outcome discarded."""
+    def leave(self, active: ActiveJob, task: asyncio.Task[Any]) -> bool:
+        """Stop waiting for ``task``, the still running attempt of ``active``: it is left to
+        end on its own, its outcome discarded, and a sync actor's thread is written off so
+        another can take its place. Whether a thread was written off."""
         sync = not getattr(active.ref, "is_async", True)
         written_off = sync and self._threads.write_off()
         self._left.add(task)
         task.add_done_callback(lambda done: self._ended(done, written_off))
+        return written_off
+
+    def gave_up(self, active: ActiveJob, task: asyncio.Task[Any]) -> Raised:
+        """The outcome of an attempt the watcher gave up on (its ``task`` still runs)."""
+        sync = not getattr(active.ref, "is_async", True)
+        written_off = self.leave(active, task)
         events.emit(
             events.JOB_TIMEOUT_ABANDONED,
             logging.ERROR,

@@ -201,6 +201,34 @@ async def test_cancel_escalates_from_event_to_forced_to_abandoned(
     assert await run.stop() == 0
 
 
+async def test_an_abandoned_cancel_frees_its_slot_for_the_next_job(
+    backend: MemoryBackend, clock: FakeClock, client: MemoryQueueStore
+) -> None:
+    """One slot: a cancelled job that swallows its task's cancellation is abandoned after
+    both graces, and its consumer stops waiting for it: the next job runs at once (its
+    slot was held for good before), and the worker stops cleanly."""
+    settings = make_settings(
+        max_concurrency=1, cancellation_grace_period=20.0, cleanup_grace_period=10.0
+    )
+    stuck_id = (await client.enqueue(stuck.new_job({"name": "x"}, now=clock.now()))).job_id
+    run = WorkerRun(backend, clock, REGISTRY, settings)
+    await run.start()
+    await client.request_cancel(stuck_id)
+    await run.advance(40)  # event, forced, then abandoned (see the timeline test above)
+    assert (await job(client, stuck_id)).status is JobStatus.ABANDONED
+    next_id = (await client.enqueue(cooperative.new_job({"name": "y"}, now=clock.now()))).job_id
+    await run.advance(1)
+    assert (await job(client, next_id)).status is JobStatus.RUNNING
+    assert (await job(client, next_id)).started_at is not None
+    await client.request_cancel(next_id)
+    await run.advance(10)
+    assert (await job(client, next_id)).status is JobStatus.CANCELLED
+    assert SEEN_CANCEL[-1] is True
+    assert await run.stop() == 0
+    RELEASE.set()
+    await clock.run_until_idle()
+
+
 async def test_forced_cancel_of_a_task_that_stops_ends_cancelled(
     backend: MemoryBackend, clock: FakeClock, client: MemoryQueueStore
 ) -> None:
