@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable
+from datetime import timedelta
 from typing import Final, TypeVar
 
 from taskq.app.worker import events
@@ -42,6 +43,7 @@ from taskq.app.worker.refused_writes import UNSTORABLE, write_one_by_one
 from taskq.app.worker.state import WorkerState
 from taskq.app.worker.waiting import until_stopped, wait_event
 from taskq.domain.errors import SchemaNotMigrated, StoreUnavailable, TaskQError
+from taskq.domain.job import ClaimedJob
 from taskq.ports.store_params import ClaimRequest
 
 T = TypeVar("T")
@@ -162,6 +164,13 @@ async def _claim(state: WorkerState, actors: list[str], limit: int) -> int | Non
             writes.settle(carried, [finish.lease in not_held for finish, _ in carried])
         given_back = state.given_back
         for job in jobs:
+            if job.id in state.active:
+                # An earlier attempt of it still runs here: its lease was taken back (the
+                # process paused past it) and it is being asked to stop. Running both in
+                # one worker would mix up their bookkeeping: give this claim back for the
+                # cancellation grace, by which the old attempt should have stopped.
+                await _give_back_for_now(state, job)
+                continue
             if given_back and job.lease in given_back:
                 del given_back[job.lease]
                 # Its answer came after the heartbeat gave it back: someone else may run it now.
@@ -176,6 +185,25 @@ async def _claim(state: WorkerState, actors: list[str], limit: int) -> int | Non
             # expected to free (claim_pace) wait past the queue's size if those are not free.
             state.local_queue.put_nowait(job, overfill=True)
     return len(jobs)
+
+
+async def _give_back_for_now(state: WorkerState, job: ClaimedJob) -> None:
+    delay = timedelta(seconds=max(state.settings.cancellation_grace_period, 1.0))
+    events.emit(
+        events.JOB_STILL_RUNNING_HERE,
+        logging.WARNING,
+        job_id=job.id,
+        fencing_token=job.fencing_token,
+        released_for_seconds=delay.total_seconds(),
+        reason="claimed again while an earlier attempt of it, whose lease was lost, still "
+        "runs in this worker",
+    )
+    try:
+        await state.store.release(job.lease, delay=delay)
+    except TaskQError as exc:  # LeaseLost too: its lease lapses, or someone else has it
+        events.emit(
+            events.JOB_WRITE_FAILED, logging.ERROR, job_id=job.id, write="release", error=str(exc)
+        )
 
 
 async def _bounded(state: WorkerState, work: Awaitable[T]) -> T:

@@ -32,6 +32,8 @@ class Task(BaseModel):
 
 RELEASE = asyncio.Event()
 SEEN_CANCEL: list[bool] = []
+#: The attempt numbers ``deaf`` started with.
+RUNS: list[int] = []
 
 
 @pytest.fixture(autouse=True)
@@ -39,6 +41,7 @@ def _reset() -> None:
     global RELEASE
     RELEASE = asyncio.Event()
     SEEN_CANCEL.clear()
+    RUNS.clear()
 
 
 @actor
@@ -57,6 +60,7 @@ async def cooperative(payload: Task, ctx: JobContext[Task]) -> str:
 @actor
 async def deaf(payload: Task, ctx: JobContext[Task]) -> None:
     """Ignores the cancel event; only a task cancel stops it."""
+    RUNS.append(ctx.attempt)
     await asyncio.Event().wait()
 
 
@@ -227,6 +231,31 @@ async def test_an_abandoned_cancel_frees_its_slot_for_the_next_job(
     assert await run.stop() == 0
     RELEASE.set()
     await clock.run_until_idle()
+
+
+async def test_a_job_is_not_run_twice_here_after_its_lease_was_taken_back(
+    backend: MemoryBackend,
+    clock: FakeClock,
+    client: MemoryQueueStore,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A pause past the lease: the leader re-pends the running job and this worker claims it
+    again while the old attempt (asked to stop, deaf to it) still runs here. The claim is
+    given back for the cancellation grace instead of a second copy running alongside (which
+    also mixed up the in-flight count, so the next stop never finished)."""
+    settings = make_settings(cancellation_grace_period=5.0, cleanup_grace_period=1.0)
+    job_id = (await client.enqueue(deaf.new_job({"name": "x"}, now=clock.now()))).job_id
+    run = WorkerRun(backend, clock, REGISTRY, settings)
+    await run.start()
+    await run.advance(2)
+    assert RUNS == [1]
+    clock.advance(600)  # one synchronous step: the process was paused past its lease
+    await clock.run_until_idle()
+    await run.advance(2)
+    assert RUNS == [1]  # no second copy while the first still runs here
+    [held] = events_named(caplog, events.JOB_STILL_RUNNING_HERE)
+    assert fields(held)["job_id"] == job_id
+    assert await run.stop(within=30) == 0
 
 
 async def test_forced_cancel_of_a_task_that_stops_ends_cancelled(
