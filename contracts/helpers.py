@@ -61,10 +61,11 @@ async def claim(
     actors: Sequence[str] = ACTORS,
     limit: int = 100,
     lease: timedelta = LEASE,
-    now: datetime = EPOCH,
+    now: datetime | None = EPOCH,
     start_now: int = 0,
 ) -> list[ClaimedJob]:
-    """Claim with the suite's defaults (unstarted, as jobs claimed ahead of the consumers)."""
+    """Claim with the suite's defaults (unstarted, as jobs claimed ahead of the consumers);
+    ``now`` None claims on the store's own clock."""
     request = ClaimRequest(
         worker_id=worker,
         queues=queues,

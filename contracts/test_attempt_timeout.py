@@ -7,7 +7,7 @@ attempt can be bounded by is refused, naming the field, and nothing is stored.""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -24,11 +24,14 @@ ODD = timedelta(days=2, seconds=3_723, microseconds=7)
 BIG = 250
 
 
-async def _claim_all(harness: Harness, *, queues: Sequence[str] = ("default",)) -> dict[int, Any]:
-    """Every due job of actor a, claimed (up to 1,000) a second after EPOCH (when the jobs
-    were enqueued on the store's own clock too); their stored timeouts by id."""
+async def _claim_all(
+    harness: Harness, *, queues: Sequence[str] = ("default",), now: datetime | None = None
+) -> dict[int, Any]:
+    """Every due job of actor a, claimed (up to 1,000) at ``now`` (None: on the store's own
+    clock, for jobs enqueued on it, whatever year the store's clock reads); their stored
+    timeouts by id."""
     claimed: list[ClaimedJob] = await claim(
-        harness.store, queues=queues, actors=("a",), limit=1_000, now=at(1)
+        harness.store, queues=queues, actors=("a",), limit=1_000, now=now
     )
     return {job.id: job.attempt_timeout for job in claimed}
 
@@ -54,7 +57,8 @@ async def test_a_single_enqueue_stores_the_timeout_and_the_claim_returns_it(
     untimed = await harness.store.enqueue(new_job(**(fields | _other_keys(fields))), now=now)
     assert (await get(harness.store, timed.job_id)).attempt_timeout == ODD
     assert (await get(harness.store, untimed.job_id)).attempt_timeout is None
-    assert await _claim_all(harness) == {timed.job_id: ODD, untimed.job_id: None}
+    claim_now = None if now is None else at(1)
+    assert await _claim_all(harness, now=claim_now) == {timed.job_id: ODD, untimed.job_id: None}
 
 
 def _other_keys(fields: dict[str, Any]) -> dict[str, Any]:
@@ -87,7 +91,7 @@ async def test_enqueue_many_stores_each_jobs_own_timeout(
             options["max_pending"] = fields["max_pending"]
         jobs.append(new_job(**options))
     results = await harness.store.enqueue_many(jobs, now=at(0))
-    found = await _claim_all(harness)
+    found = await _claim_all(harness, now=at(1))
     assert found == {r.job_id: job.attempt_timeout for r, job in zip(results, jobs, strict=True)}
 
 
@@ -97,7 +101,7 @@ async def test_a_uniform_batch_stores_its_templates_timeout(harness: Harness, si
     job the template's timeout."""
     jobs = UniformJobs(new_job(attempt_timeout=ODD), [{"i": i} for i in range(size)])
     results = await harness.store.enqueue_many(jobs, now=at(0))
-    assert await _claim_all(harness) == {r.job_id: ODD for r in results}
+    assert await _claim_all(harness, now=at(1)) == {r.job_id: ODD for r in results}
 
 
 @pytest.mark.parametrize("claim_path", ["one-queue", "two-queues", "capped", "round-robin"])
@@ -120,7 +124,7 @@ async def test_every_claim_returns_the_timeout(harness: Harness, claim_path: str
         ],
         now=at(0),
     )
-    found = await _claim_all(harness, queues=queues)
+    found = await _claim_all(harness, queues=queues, now=at(1))
     assert found == dict(
         zip([r.job_id for r in results], [ODD, None, MAX_ATTEMPT_TIMEOUT], strict=True)
     )
