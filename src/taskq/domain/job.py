@@ -245,7 +245,7 @@ class AttemptRecord:
     pins these names.
 
     ``started_at`` is when the attempt began (None when no start was
-    recorded: a release, a job reclaimed before its start mark landed).
+    recorded: a job given back unrun, or ended before its start mark landed).
     ``traceback`` is the failed attempt's traceback, size-bounded and without
     local variables (None when the attempt raised nothing, or the error had
     none to tell).

@@ -61,6 +61,12 @@ class JobEnqueuer(Protocol):
       wait that expires raises the matching ``*LockTimeoutError``.
     - ``enqueue_many`` applies the same rules per job, atomically (all or
       nothing), returns results in input order, and wakes listeners once.
+    - A value no store can keep (too long a name or key, NUL, a lone
+      surrogate, an ``attempt_timeout`` not positive or past 365,250 days,
+      ...) raises ``ValueError`` naming the ``NewJob`` field before anything is
+      written: ``taskq.domain.storable.check_new_job(s)`` says exactly which.
+    - ``attempt_timeout`` is stored with the job and returned by every claim
+      (``ClaimedJob.attempt_timeout``) and read (``Job.attempt_timeout``).
     """
 
     async def enqueue(self, job: NewJob, *, now: datetime | None = None) -> EnqueueResult: ...
@@ -222,12 +228,16 @@ class LeaseJanitor(Protocol):
     - ``promote_scheduled``: scheduled jobs with ``scheduled_at <= now``
       become pending; returns how many.
     - ``reclaim_expired``: running jobs whose lock expired before ``now``
-      (their worker died): one that never started goes back to pending with
-      its attempt refunded and no attempt record (it never ran); one that
-      started goes back to pending with the attempt counted, or to crashed
-      when ``max_attempts`` is reached (a ``crashed`` or ``lease_expired``
-      attempt record); either ends cancelled instead when a cancel was
-      requested. The next claim issues a new fencing token.
+      (their worker died). One with no start on record (``started_at``
+      empty) goes back to pending where it was in line (``scheduled_at``
+      kept) with its attempt refunded (``attempt - 1``), no attempt record,
+      and ``metadata["reclaimed_unstarted"]`` counted up by one (a worker
+      then marks it started before it runs it); one that started goes back
+      to pending with the attempt counted, or to crashed when
+      ``max_attempts`` is reached (a ``crashed`` or ``lease_expired``
+      attempt record keeping the attempt's ``started_at``); either ends
+      cancelled instead when a cancel was requested. The next claim issues
+      a new fencing token.
     - ``time_to_lease_expiry``: how long after ``now`` the earliest lock of a
       running job expires (``min(lock_expires_at) - now``), None when no job
       is running. Negative once that lock has expired, so ``reclaim_expired``

@@ -204,7 +204,10 @@ class Isolation:
     an ``interrupted`` attempt row; started, any other actor → ``crashed`` (a
     non-retryable job never runs twice), a ``crashed`` attempt row. A job whose
     cancel was requested ends ``cancelled`` instead of waiting. Attempt rows
-    carry ``error_class`` and ``error`` (why the worker let go).
+    carry ``error_class`` and ``error`` (why the worker let go; ``error`` None:
+    the isolate-self message, see :func:`isolation_error`), and keep the
+    attempt's ``started_at``; a started job's ``last_error`` becomes
+    ``"<error_class>: <error>"``.
     """
 
     worker_id: str
@@ -230,8 +233,9 @@ class Interruption:
     ``retryable``: the job waits again until ``run_at``, attempt refunded (an
     interrupted attempt does not count against ``max_attempts``). Otherwise it
     ends ``abandoned`` (a non-retryable job never runs twice). Either way an
-    ``interrupted`` attempt row records ``error_class`` and ``error``. A job
-    whose cancel was requested ends ``cancelled`` instead.
+    ``interrupted`` attempt row records ``error_class`` and ``error``, and the
+    job's ``last_error`` becomes ``error``. A job whose cancel was requested ends
+    ``cancelled`` instead.
     """
 
     lease: Lease
@@ -256,7 +260,8 @@ class Interruption:
 class ReclaimReport:
     """Jobs whose lease expired: re-pended, crashed when attempts ran out, or cancelled
     when a cancel had been requested (they are not run again). ``unstarted`` lists
-    those that had never started (claimed ahead): re-pended with their attempt kept."""
+    those of them with no start on record (re-pended with their attempt refunded, or
+    cancelled)."""
 
     repended: tuple[int, ...] = ()
     crashed: tuple[int, ...] = ()
