@@ -1,13 +1,16 @@
 """Start-up check that an object given as a port has the port's methods.
 
 The port Protocols are not runtime-checkable (``isinstance`` on them is not
-allowed), so the check compares names: a custom adapter missing a method is
-refused at once, naming what it lacks, instead of crashing a loop later.
+allowed), so the check compares names, and for each method whether it takes
+the arguments the port passes: a custom adapter missing a method, or keeping
+an older signature of one, is refused at once, naming what is wrong, instead
+of crashing a loop later.
 """
 
 from __future__ import annotations
 
-from typing import Generic, Protocol
+import inspect
+from typing import Any, Generic, Protocol
 
 from taskq.domain.errors import ConfigurationError
 from taskq.ports.clock import Clock
@@ -45,6 +48,57 @@ def missing_members(port: object, protocol: type) -> list[str]:
     return missing
 
 
+def mismatched_methods(port: object, protocol: type) -> list[str]:
+    """Methods of ``port`` that cannot be called the way ``protocol`` declares them: each
+    as ``name(what it does not take)``. Methods whose signature cannot be read pass."""
+    mismatched = []
+    for name, is_method in sorted(protocol_members(protocol).items()):
+        declared = _declared(protocol, name) if is_method else None
+        implemented = getattr(port, name, None)
+        if declared is None or not callable(implemented):
+            continue
+        try:
+            signature = inspect.signature(implemented)
+        except (TypeError, ValueError):
+            continue
+        refused = _refused(signature, declared)
+        if refused:
+            mismatched.append(f"{name}({refused})")
+    return mismatched
+
+
+def _declared(protocol: type, name: str) -> inspect.Signature | None:
+    for cls in protocol.__mro__:
+        function = vars(cls).get(name)
+        if function is not None and callable(function):
+            try:
+                return inspect.signature(function)
+            except (TypeError, ValueError):
+                return None
+    return None
+
+
+def _refused(signature: inspect.Signature, declared: inspect.Signature) -> str:
+    """What of the declared call ``signature`` does not take ('' when it takes it all)."""
+    args: list[Any] = []
+    kwargs: dict[str, Any] = {}
+    for parameter in list(declared.parameters.values())[1:]:  # past self
+        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            continue
+        if parameter.kind is parameter.KEYWORD_ONLY:
+            kwargs[parameter.name] = None
+        else:
+            args.append(None)
+    try:
+        signature.bind(*args, **kwargs)
+    except TypeError:
+        pass
+    else:
+        return ""
+    names = [p.name for p in list(declared.parameters.values())[1:]]
+    return "takes " + ", ".join(names) if names else "takes no arguments"
+
+
 def check_port(role: str, port: object, protocol: type) -> None:
     """Raise ``ConfigurationError`` naming ``role`` and what it lacks, if anything."""
     missing = missing_members(port, protocol)
@@ -52,6 +106,13 @@ def check_port(role: str, port: object, protocol: type) -> None:
         raise ConfigurationError(
             f"the {role} ({type(port).__name__}) does not implement {protocol.__name__}: "
             f"missing {', '.join(missing)}"
+        )
+    mismatched = mismatched_methods(port, protocol)
+    if mismatched:
+        raise ConfigurationError(
+            f"the {role} ({type(port).__name__}) does not implement {protocol.__name__}: "
+            f"these methods do not take the arguments the port passes (an older "
+            f"signature?): {'; '.join(mismatched)}"
         )
 
 

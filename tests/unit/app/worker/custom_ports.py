@@ -54,6 +54,23 @@ def no_finish_many(settings: WorkerSettings) -> WorkerPorts:
     return _ports(store=Without(MemoryBackend(clock=SystemClock()).store(), "finish_many"))
 
 
+class OldStrandedRead:
+    """A store still on the earlier ``stranded_actors(queues=None)`` (no ``stale_after``)."""
+
+    def __init__(self, inner: object) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def stranded_actors(self, queues: object = None) -> dict[str, int]:
+        return {}
+
+
+def old_stranded_read(settings: WorkerSettings) -> WorkerPorts:
+    return _ports(store=OldStrandedRead(MemoryBackend(clock=SystemClock()).store()))
+
+
 def lock_is_a_store(settings: WorkerSettings) -> WorkerPorts:
     return _ports(leader_lock=MemoryBackend(clock=SystemClock()).store())
 
