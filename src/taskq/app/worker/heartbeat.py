@@ -3,8 +3,10 @@
 Every ``heartbeat_interval`` one ``store.heartbeat`` call (one transaction)
 records the worker as alive, extends the lease of every running job it owns,
 pings the leader row when this worker leads, and reports those jobs with
-their persisted cancel phase. The :class:`~taskq.domain.cancel.CancelController`
-turns the phases into actions, carried out here:
+their persisted cancel phase. Beside it, never holding it up, the worker's
+reservation leases are extended in the rate limiter (``_extend_reservations``).
+The :class:`~taskq.domain.cancel.CancelController` turns the phases into
+actions, carried out here:
 
 - ``SetCancelEvent`` → the job's ``ctx.cancel_event`` (cooperative cancel);
 - ``PersistForced`` → ``store.escalate_cancel``; ``CancelTask`` → ``task.cancel()``;
@@ -41,11 +43,12 @@ from taskq.app.worker.exit_codes import ExitCode
 from taskq.app.worker.hand_back import hand_back
 from taskq.app.worker.startup import worker_info
 from taskq.app.worker.state import ActiveJob, WorkerState
-from taskq.app.worker.waiting import wait_event, with_timeout
+from taskq.app.worker.waiting import first_done, kept, wait_event, with_timeout
 from taskq.domain.cancel import CancelTask, PersistForced, QueueAbandon, SetCancelEvent
 from taskq.domain.errors import LeaseLost, TaskQError
 from taskq.domain.job import Lease
 from taskq.domain.status import JobStatus
+from taskq.ports.rate_limiter import RateLimiter
 from taskq.ports.store_params import Finish, Heartbeat, HeartbeatReport
 
 #: How many given-back orphan leases the worker remembers (a claim answered that late is rare).
@@ -94,6 +97,7 @@ async def run_heartbeat(state: WorkerState) -> None:
 async def beat(state: WorkerState) -> str | None:
     """One heartbeat and its cancel-phase work; why the heartbeat call failed, else None."""
     watched = {a.job.id: a for a in state.active}
+    _extend_reservations(state)  # beside the heartbeat call, never holding it up
     try:
         report = await with_timeout(
             state.clock,
@@ -119,7 +123,6 @@ async def beat(state: WorkerState) -> str | None:
         return str(exc) or type(exc).__name__
     if not report.registered:
         await _register_again(state)
-    await _extend_reservations(state)
     abandons = await _apply_cancel_phases(state, report)
     _flag_lost_leases(state, report, watched)
     for active in abandons:
@@ -204,15 +207,75 @@ def _remember_given_back(state: WorkerState, lease: Lease) -> None:
         del given_back[next(iter(given_back))]
 
 
-async def _extend_reservations(state: WorkerState) -> None:
+def _extend_reservations(state: WorkerState) -> None:
+    """Start extending this worker's reservation leases (``RateLimiter.extend``).
+
+    It runs in a task of its own, beside the heartbeat call, and no beat waits
+    for it: the limiter (Redis) is not the job store, and one that stops
+    answering must not delay the beats that keep the jobs' leases. One still
+    under way when the next beat comes is left to end, not doubled.
+    """
     limiter = state.ports.rate_limiter
     if limiter is None:
         return
+    previous = state.reservations_extension
+    if previous is not None and not previous.done():
+        return
+    extension = asyncio.ensure_future(_extend_bounded(state, limiter))
+    kept(extension)
+    state.reservations_extension = extension
+
+
+async def _extend_bounded(state: WorkerState, limiter: RateLimiter) -> None:
+    """One ``extend``, logged once (``heartbeat-failed``, part ``reservations``) when it
+    fails or has not answered within ``heartbeat_command_timeout``; not a failed
+    heartbeat, the jobs' leases do not depend on it.
+
+    A late answer still extends the reservations (a Redis behind a silent partition
+    takes its client's socket timeouts, then the Postgres fallback answers), so the
+    call is given up (abandoned, not waited for) only after ``lock_lease``, when the
+    reservations it would extend have expired, or at the end of the shutdown.
+    """
+    settings = state.settings
+    clock = state.clock
+    work = asyncio.ensure_future(limiter.extend(state.worker_id, lease=state.lease))
+    stop = state.shutdown_event.future()
+    timer = asyncio.ensure_future(clock.sleep(settings.heartbeat_command_timeout))
     try:
-        await limiter.extend(state.worker_id, lease=state.lease)
-    except Exception as exc:
-        # Not a heartbeat failure: the jobs' leases were extended.
-        events.emit(events.HEARTBEAT_FAILED, logging.WARNING, part="reservations", error=str(exc))
+        await first_done(work, timer, stop)
+        if not work.done() and not stop.done():
+            _log_extension_failed(
+                state,
+                "no answer from the rate limiter within TASKQ_HEARTBEAT_COMMAND_TIMEOUT="
+                f"{settings.heartbeat_command_timeout:g}s; a later answer still extends them "
+                f"(given up after TASKQ_LOCK_LEASE={settings.lock_lease:g}s)",
+            )
+            timer.cancel()
+            left = settings.lock_lease - settings.heartbeat_command_timeout
+            timer = asyncio.ensure_future(clock.sleep(max(left, 0.0)))
+            await first_done(work, timer, stop)
+            if not work.done():
+                work.cancel()
+                kept(work)  # a limiter that does not answer can hang its cancellation too
+            return
+    finally:
+        timer.cancel()
+    if not work.done():  # the shutdown is complete: nothing is left to extend
+        work.cancel()
+        kept(work)
+    elif not work.cancelled() and (exc := work.exception()) is not None:
+        _log_extension_failed(state, str(exc) or type(exc).__name__)
+
+
+def _log_extension_failed(state: WorkerState, error: str) -> None:
+    events.emit(
+        events.HEARTBEAT_FAILED,
+        logging.WARNING,
+        part="reservations",
+        error=error,
+        then="the jobs' leases are extended all the same; a reservation not extended "
+        "expires TASKQ_LOCK_LEASE after its last extension",
+    )
 
 
 async def _apply_cancel_phases(state: WorkerState, report: HeartbeatReport) -> list[ActiveJob]:
