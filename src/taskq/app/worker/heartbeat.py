@@ -45,7 +45,7 @@ from taskq.app.worker.startup import worker_info
 from taskq.app.worker.state import ActiveJob, WorkerState
 from taskq.app.worker.waiting import first_done, kept, wait_event, with_timeout
 from taskq.domain.cancel import CancelTask, PersistForced, QueueAbandon, SetCancelEvent
-from taskq.domain.errors import LeaseLost, TaskQError
+from taskq.domain.errors import LeaseLost, StoreTimeout, TaskQError
 from taskq.domain.job import Lease
 from taskq.domain.status import JobStatus
 from taskq.ports.rate_limiter import RateLimiter
@@ -53,6 +53,10 @@ from taskq.ports.store_params import Finish, Heartbeat, HeartbeatReport
 
 #: How many given-back orphan leases the worker remembers (a claim answered that late is rare).
 GIVEN_BACK_KEPT: Final = 4096
+#: How much sooner than the beat's bound the store's own bound ends (at most a fifth of
+#: it): the time its driver may take to give the statement up and say what it waited
+#: for (psycopg waits up to 0.5 s for the server to acknowledge a cancel).
+STORE_VERDICT_LEAD: Final = 0.6
 #: Error class of the attempts isolate-self interrupts.
 HEARTBEAT_LOST: Final = "HeartbeatLost"
 _ABANDON_MESSAGE: Final = (
@@ -98,10 +102,11 @@ async def beat(state: WorkerState) -> str | None:
     """One heartbeat and its cancel-phase work; why the heartbeat call failed, else None."""
     watched = {a.job.id: a for a in state.active}
     _extend_reservations(state)  # beside the heartbeat call, never holding it up
+    timeout = state.settings.heartbeat_command_timeout
     try:
         report = await with_timeout(
             state.clock,
-            state.settings.heartbeat_command_timeout,
+            timeout,
             # Abandoned on timeout: a blackholed connection can hang the cancellation too.
             state.store.heartbeat(
                 Heartbeat(
@@ -109,18 +114,13 @@ async def beat(state: WorkerState) -> str | None:
                     lease=state.lease,
                     is_leader=state.is_leader,
                     let_lapse=tuple(state.unwritten),
+                    timeout=timedelta(seconds=_store_bound(timeout)),
                 )
             ),
             abandon=True,
         )
     except (TaskQError, TimeoutError, OSError) as exc:
-        if isinstance(exc, TimeoutError) and not isinstance(exc, TaskQError):
-            return (
-                "no answer within TASKQ_HEARTBEAT_COMMAND_TIMEOUT="
-                f"{state.settings.heartbeat_command_timeout:g}s (no free connection in "
-                "the store's pool, or a server that does not answer)"
-            )
-        return str(exc) or type(exc).__name__
+        return _beat_error(exc, timeout)
     if not report.registered:
         await _register_again(state)
     abandons = await _apply_cancel_phases(state, report)
@@ -129,6 +129,23 @@ async def beat(state: WorkerState) -> str | None:
         await _abandon(state, active)
     await _release_orphans(state, report)
     return None
+
+
+def _store_bound(timeout: float) -> float:
+    """The bound the heartbeat call is given (``Heartbeat.timeout``): ``STORE_VERDICT_LEAD``
+    before the beat's own, at most a fifth of it, so a store that can tell what it waited
+    for says so before the beat gives the call up."""
+    return timeout - min(STORE_VERDICT_LEAD, timeout / 5)
+
+
+def _beat_error(exc: BaseException, timeout: float) -> str:
+    """Why a heartbeat call failed, saying what it waited for when the store told."""
+    bound = f"TASKQ_HEARTBEAT_COMMAND_TIMEOUT={timeout:g}s"
+    if isinstance(exc, StoreTimeout):
+        return f"gave up waiting for {exc.waited_for} ({bound}): {exc}"
+    if isinstance(exc, TimeoutError) and not isinstance(exc, TaskQError):
+        return f"no answer within {bound}; the store did not say what the call waited for"
+    return str(exc) or type(exc).__name__
 
 
 async def _register_again(state: WorkerState) -> None:
