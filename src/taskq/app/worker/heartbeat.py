@@ -45,6 +45,7 @@ from taskq.app.worker.startup import worker_info
 from taskq.app.worker.state import ActiveJob, WorkerState
 from taskq.app.worker.waiting import first_done, kept, wait_event, with_timeout
 from taskq.domain.cancel import CancelTask, PersistForced, QueueAbandon, SetCancelEvent
+from taskq.domain.cancel_phase import CancelPhase
 from taskq.domain.errors import LeaseLost, StoreTimeout, TaskQError
 from taskq.domain.job import Lease
 from taskq.domain.status import JobStatus
@@ -124,6 +125,7 @@ async def beat(state: WorkerState) -> str | None:
     if not report.registered:
         await _register_again(state)
     abandons = await _apply_cancel_phases(state, report)
+    await _release_cancelled_in_queue(state, report)
     _flag_lost_leases(state, report, watched)
     for active in abandons:
         await _abandon(state, active)
@@ -202,18 +204,65 @@ async def _release_orphans(state: WorkerState, report: HeartbeatReport) -> None:
         # Before the write: if it lands but its answer is lost, the late claim is still
         # dropped; if it did not land, the job is found again at the next beats.
         _remember_given_back(state, lease)
-        try:
-            await state.store.release(lease, delay=timedelta(0))
-        except LeaseLost:
-            continue  # someone else's now, or it ended: nothing to give back
-        except TaskQError as exc:
-            events.emit(
-                events.JOB_WRITE_FAILED,
-                logging.ERROR,
-                job_id=lease.job_id,
-                write="release-orphan",
-                error=str(exc),
-            )
+        await _release_now(state, lease, "release-orphan")
+
+
+async def _release_cancelled_in_queue(state: WorkerState, report: HeartbeatReport) -> None:
+    """Give back, unrun, the jobs waiting in the local queue whose cancel was requested.
+
+    A job claimed ahead is running in the store while it waits in this worker's
+    queue, so a cancel only marks it (cancel phase COOPERATIVE), and the cancel
+    controller acts on jobs that have a task. Taken out of the queue before any
+    consumer takes it, it is released: the store ends a released job whose cancel
+    was requested ``cancelled``. A release that fails leaves the job owned and
+    unheld: the orphan release gives it back at the next beats.
+    """
+    if state.shutdown_in_progress:
+        return  # the shutdown's drain gives the queue back (cancelled ones end cancelled)
+    asked = {view.lease for view in report.running if view.cancel_phase >= CancelPhase.COOPERATIVE}
+    if not asked:
+        return
+    taken = state.local_queue.take_out(lambda job: job.lease in asked)
+    if taken and state.claim_room() >= state.claim_threshold:
+        state.slot_freed.set()  # room for the producer's next claim, as a consumer leaves
+    for job in taken:
+        events.emit(
+            events.JOB_CANCEL_REQUESTED,
+            job_id=job.id,
+            actor=job.actor,
+            queue=job.queue,
+            then="waiting in this worker's queue, never started: given back unrun, it ends "
+            "cancelled",
+        )
+        await _release_now(state, job.lease, "release-cancelled")
+
+
+async def _release_now(state: WorkerState, lease: Lease, write: str) -> None:
+    """Release ``lease`` (pending again at once, or cancelled if that was asked), within
+    ``heartbeat_command_timeout``: a row another session holds locked must not hold up
+    the beat. A failure is logged; the job, owned and unheld, is then found again by the
+    orphan release of the next beats."""
+    try:
+        await with_timeout(
+            state.clock,
+            state.settings.heartbeat_command_timeout,
+            state.store.release(lease, delay=timedelta(0)),
+            abandon=True,
+        )
+    except LeaseLost:
+        pass  # it ended, or someone else has it now: nothing to give back
+    except (TaskQError, TimeoutError) as exc:
+        timed_out = isinstance(exc, TimeoutError) and not isinstance(exc, TaskQError)
+        events.emit(
+            events.JOB_WRITE_FAILED,
+            logging.ERROR,
+            job_id=lease.job_id,
+            write=write,
+            error="no answer within TASKQ_HEARTBEAT_COMMAND_TIMEOUT="
+            f"{state.settings.heartbeat_command_timeout:g}s"
+            if timed_out
+            else str(exc),
+        )
 
 
 def _remember_given_back(state: WorkerState, lease: Lease) -> None:
@@ -308,7 +357,12 @@ async def _apply_cancel_phases(state: WorkerState, report: HeartbeatReport) -> l
             continue
         if isinstance(action, SetCancelEvent):
             active.request_cancel("request")
-            events.emit(events.JOB_CANCEL_REQUESTED, job_id=job_id, actor=active.job.actor)
+            events.emit(
+                events.JOB_CANCEL_REQUESTED,
+                job_id=job_id,
+                actor=active.job.actor,
+                queue=active.job.queue,
+            )
         elif isinstance(action, PersistForced):
             try:
                 await state.store.escalate_cancel(active.job.lease)
