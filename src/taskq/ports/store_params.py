@@ -163,12 +163,12 @@ class Heartbeat:
     but not extended: jobs the worker ran and could not write an outcome for,
     left to expire so the leader's sweep reclaims them.
 
-    ``timeout`` (None, or more than zero) is how long the caller means to wait
-    for the answer. An adapter that can tell what a call waits for ends the call
-    after it with a :class:`~taskq.domain.errors.StoreTimeout` whose
-    ``waited_for`` says so (a free connection of its pool, the server's answer),
-    so the caller's log names the cause; one that cannot may ignore it (the
-    caller bounds the call itself too).
+    ``timeout`` is how long the caller means to wait for the answer (None: no
+    bound; zero or less is refused with ``ValueError``). An adapter that can tell
+    what a call waits for ends the call after it with a
+    :class:`~taskq.domain.errors.StoreTimeout` whose ``waited_for`` says so (a
+    free connection of its pool, the server's answer), so the caller's log names
+    the cause; one that cannot may let it pass (the caller bounds the call itself).
     """
 
     worker_id: str
