@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+
 from contracts.harness import Harness
 from contracts.helpers import (
     at,
@@ -294,3 +296,27 @@ async def test_heartbeat_of_a_worker_owning_nothing_reports_its_row(harness: Har
     await register(store, "w2")
     report = await store.heartbeat(Heartbeat(worker_id="w2", lease=lease))
     assert (report.running, report.registered) == ((), True)
+
+
+async def test_heartbeat_with_a_timeout_answers_as_without(harness: Harness) -> None:
+    """A heartbeat given a timeout it does not reach reports and extends as any other."""
+    store = harness.store
+    await register(store, "w1")
+    claimed = await enqueue_and_claim(store, worker="w1", now=at(1))
+    beat = Heartbeat(worker_id="w1", lease=LEASE_60, now=at(20), timeout=timedelta(seconds=30))
+    report = await store.heartbeat(beat)
+    assert ([v.lease for v in report.running], report.registered) == ([claimed.lease], True)
+    assert (await get(store, claimed.id)).lock_expires_at == at(80)
+
+
+@pytest.mark.parametrize("seconds", [0, -1])
+async def test_heartbeat_refuses_a_timeout_that_is_not_positive(
+    harness: Harness, seconds: float
+) -> None:
+    """A timeout of zero or less is refused (ValueError), nothing recorded."""
+    store = harness.store
+    await register(store, "w1", now=at(0))
+    beat = Heartbeat(worker_id="w1", lease=LEASE_60, now=at(5), timeout=timedelta(seconds=seconds))
+    with pytest.raises(ValueError, match="timeout"):
+        await store.heartbeat(beat)
+    assert [w.last_seen_at for w in await store.list_workers()] == [at(0)]

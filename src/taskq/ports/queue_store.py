@@ -164,8 +164,16 @@ class WorkerRegistry(Protocol):
       the leader row when ``is_leader``, and reports those jobs with their
       cancel phase. Jobs someone else now owns are not reported. A worker
       without a row (removed as stale) is reported ``registered=False``; the
-      heartbeat creates no row itself.
-    - ``isolate_worker``: see ``Isolation``; returns the affected job ids.
+      heartbeat creates no row itself. It never waits for a job row another
+      session holds locked (an application's ``SELECT ... FOR UPDATE`` or
+      ``FOR SHARE``, which it may take): that job is reported all the same (as
+      the heartbeat read it, its cancel phase too), but its lease is not
+      extended; the first heartbeat after the lock ends extends it. A lock held
+      past the lease lets the lease expire, and the leader's sweep, which skips
+      locked rows too, takes the job back once the lock ends. See
+      ``Heartbeat.timeout`` for the bound a caller may give.
+    - ``isolate_worker``: see ``Isolation`` (a row locked elsewhere is skipped,
+      not waited for); returns the affected job ids.
     """
 
     async def register_worker(self, worker: WorkerInfo, *, now: datetime | None = None) -> None: ...

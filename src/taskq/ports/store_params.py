@@ -162,6 +162,13 @@ class Heartbeat:
     Leases in ``let_lapse`` (matched with their fencing tokens) are reported
     but not extended: jobs the worker ran and could not write an outcome for,
     left to expire so the leader's sweep reclaims them.
+
+    ``timeout`` is how long the caller means to wait for the answer (None: no
+    bound; zero or less is refused with ``ValueError``). An adapter that can tell
+    what a call waits for ends the call after it with a
+    :class:`~taskq.domain.errors.StoreTimeout` whose ``waited_for`` says so (a
+    free connection of its pool, the server's answer), so the caller's log names
+    the cause; one that cannot may let it pass (the caller bounds the call itself).
     """
 
     worker_id: str
@@ -169,6 +176,7 @@ class Heartbeat:
     is_leader: bool = False
     now: datetime | None = None
     let_lapse: tuple[Lease, ...] = ()
+    timeout: timedelta | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -183,7 +191,8 @@ class RunningJobView:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HeartbeatReport:
-    """Every running job the worker still owns, with its lease now extended.
+    """Every running job the worker still owns (``WorkerRegistry`` says which leases the
+    heartbeat extended).
 
     ``registered`` is False when the worker's ``workers`` row was gone (a stale
     worker sweep removed it while the process was paused): the worker registers again.
@@ -208,6 +217,11 @@ class Isolation:
     the isolate-self message, see :func:`isolation_error`), and keep the
     attempt's ``started_at``; a started job's ``last_error`` becomes
     ``"<error_class>: <error>"``.
+
+    A job whose row another session holds locked (an application's ``SELECT ...
+    FOR UPDATE`` or ``FOR SHARE``) is not waited for: an adapter with row locks
+    skips it and leaves it running, its lease as it was, for the leader's sweep
+    once that lease expired (as after a crash); it is not among the affected ids.
     """
 
     worker_id: str

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from taskq.adapters.memory.rows import WorkerRow
 from taskq.adapters.memory.store_base import OUTCOME_INTERRUPTED, StoreCore, lease_until
@@ -36,6 +36,9 @@ class WorkerOps(StoreCore):
 
     async def heartbeat(self, beat: Heartbeat) -> HeartbeatReport:
         now = await self._begin(beat.now)
+        if beat.timeout is not None and not beat.timeout > timedelta(0):
+            raise ValueError(f"Heartbeat.timeout must be > 0, got {beat.timeout}")
+        # Nothing here waits (no pool, no row locks): the timeout has nothing to bound.
         expires = lease_until(now, beat.lease)
         worker = self._db.workers.get(beat.worker_id)
         if worker is not None:

@@ -11,6 +11,8 @@ Dispatch sequence of one job (the worker guide's, in order):
 5. the start gate: a claimed-ahead job of a non_retryable actor (or one a dead
    worker held unstarted) runs only once its batched ``mark_started`` found
    the lease held (``start_gate``), so a crash can never make it run twice;
+   a job whose cancel a heartbeat delivered meanwhile (during the mark, or the
+   wait for its limits) is not invoked: it ends ``cancelled``;
 6. invocation in its own task (so a forced cancel never kills the consumer);
    on Python 3.12+ the task starts eagerly: an actor that never suspends
    is done when its task is created, without an event-loop turn;
@@ -280,6 +282,10 @@ class Dispatcher:
         try:
             if active.gated and not await self._through_gate(active):
                 return None
+            if active.cancel_reason == "request":
+                # A user's cancel reached it before its actor was called (while its start
+                # mark or its limits were under way): it is not started at all.
+                return CancelledByRequest()
             return await self._invoke_in_task(active, payload, ctx)
         finally:
             if admitted.reservations and self.limits is not None:

@@ -3,8 +3,10 @@
 Every ``heartbeat_interval`` one ``store.heartbeat`` call (one transaction)
 records the worker as alive, extends the lease of every running job it owns,
 pings the leader row when this worker leads, and reports those jobs with
-their persisted cancel phase. The :class:`~taskq.domain.cancel.CancelController`
-turns the phases into actions, carried out here:
+their persisted cancel phase. Beside it, never holding it up, the worker's
+reservation leases are extended in the rate limiter (``_extend_reservations``).
+The :class:`~taskq.domain.cancel.CancelController` turns the phases into
+actions, carried out here:
 
 - ``SetCancelEvent`` → the job's ``ctx.cancel_event`` (cooperative cancel);
 - ``PersistForced`` → ``store.escalate_cancel``; ``CancelTask`` → ``task.cancel()``;
@@ -41,15 +43,21 @@ from taskq.app.worker.exit_codes import ExitCode
 from taskq.app.worker.hand_back import hand_back
 from taskq.app.worker.startup import worker_info
 from taskq.app.worker.state import ActiveJob, WorkerState
-from taskq.app.worker.waiting import wait_event, with_timeout
+from taskq.app.worker.waiting import first_done, kept, wait_event, with_timeout
 from taskq.domain.cancel import CancelTask, PersistForced, QueueAbandon, SetCancelEvent
-from taskq.domain.errors import LeaseLost, TaskQError
+from taskq.domain.cancel_phase import CancelPhase
+from taskq.domain.errors import LeaseLost, StoreTimeout, TaskQError
 from taskq.domain.job import Lease
 from taskq.domain.status import JobStatus
+from taskq.ports.rate_limiter import RateLimiter
 from taskq.ports.store_params import Finish, Heartbeat, HeartbeatReport
 
 #: How many given-back orphan leases the worker remembers (a claim answered that late is rare).
 GIVEN_BACK_KEPT: Final = 4096
+#: How much sooner than the beat's bound the store's own bound ends (at most a fifth of
+#: it): the time its driver may take to give the statement up and say what it waited
+#: for (psycopg waits up to 0.5 s for the server to acknowledge a cancel).
+STORE_VERDICT_LEAD: Final = 0.6
 #: Error class of the attempts isolate-self interrupts.
 HEARTBEAT_LOST: Final = "HeartbeatLost"
 _ABANDON_MESSAGE: Final = (
@@ -94,10 +102,12 @@ async def run_heartbeat(state: WorkerState) -> None:
 async def beat(state: WorkerState) -> str | None:
     """One heartbeat and its cancel-phase work; why the heartbeat call failed, else None."""
     watched = {a.job.id: a for a in state.active}
+    _extend_reservations(state)  # beside the heartbeat call, never holding it up
+    timeout = state.settings.heartbeat_command_timeout
     try:
         report = await with_timeout(
             state.clock,
-            state.settings.heartbeat_command_timeout,
+            timeout,
             # Abandoned on timeout: a blackholed connection can hang the cancellation too.
             state.store.heartbeat(
                 Heartbeat(
@@ -105,27 +115,39 @@ async def beat(state: WorkerState) -> str | None:
                     lease=state.lease,
                     is_leader=state.is_leader,
                     let_lapse=tuple(state.unwritten),
+                    timeout=timedelta(seconds=_store_bound(timeout)),
                 )
             ),
             abandon=True,
         )
     except (TaskQError, TimeoutError, OSError) as exc:
-        if isinstance(exc, TimeoutError) and not isinstance(exc, TaskQError):
-            return (
-                "no answer within TASKQ_HEARTBEAT_COMMAND_TIMEOUT="
-                f"{state.settings.heartbeat_command_timeout:g}s (no free connection in "
-                "the store's pool, or a server that does not answer)"
-            )
-        return str(exc) or type(exc).__name__
+        return _beat_error(exc, timeout)
     if not report.registered:
         await _register_again(state)
-    await _extend_reservations(state)
     abandons = await _apply_cancel_phases(state, report)
+    await _release_cancelled_in_queue(state, report)
     _flag_lost_leases(state, report, watched)
     for active in abandons:
         await _abandon(state, active)
     await _release_orphans(state, report)
     return None
+
+
+def _store_bound(timeout: float) -> float:
+    """The bound the heartbeat call is given (``Heartbeat.timeout``): ``STORE_VERDICT_LEAD``
+    before the beat's own, at most a fifth of it, so a store that can tell what it waited
+    for says so before the beat gives the call up."""
+    return timeout - min(STORE_VERDICT_LEAD, timeout / 5)
+
+
+def _beat_error(exc: BaseException, timeout: float) -> str:
+    """Why a heartbeat call failed, saying what it waited for when the store told."""
+    bound = f"TASKQ_HEARTBEAT_COMMAND_TIMEOUT={timeout:g}s"
+    if isinstance(exc, StoreTimeout):
+        return f"gave up waiting for {exc.waited_for} ({bound}): {exc}"
+    if isinstance(exc, TimeoutError) and not isinstance(exc, TaskQError):
+        return f"no answer within {bound}; the store did not say what the call waited for"
+    return str(exc) or type(exc).__name__
 
 
 async def _register_again(state: WorkerState) -> None:
@@ -182,18 +204,65 @@ async def _release_orphans(state: WorkerState, report: HeartbeatReport) -> None:
         # Before the write: if it lands but its answer is lost, the late claim is still
         # dropped; if it did not land, the job is found again at the next beats.
         _remember_given_back(state, lease)
-        try:
-            await state.store.release(lease, delay=timedelta(0))
-        except LeaseLost:
-            continue  # someone else's now, or it ended: nothing to give back
-        except TaskQError as exc:
-            events.emit(
-                events.JOB_WRITE_FAILED,
-                logging.ERROR,
-                job_id=lease.job_id,
-                write="release-orphan",
-                error=str(exc),
-            )
+        await _release_now(state, lease, "release-orphan")
+
+
+async def _release_cancelled_in_queue(state: WorkerState, report: HeartbeatReport) -> None:
+    """Give back, unrun, the jobs waiting in the local queue whose cancel was requested.
+
+    A job claimed ahead is running in the store while it waits in this worker's
+    queue, so a cancel only marks it (cancel phase COOPERATIVE), and the cancel
+    controller acts on jobs that have a task. Taken out of the queue before any
+    consumer takes it, it is released: the store ends a released job whose cancel
+    was requested ``cancelled``. A release that fails leaves the job owned and
+    unheld: the orphan release gives it back at the next beats.
+    """
+    if state.shutdown_in_progress:
+        return  # the shutdown's drain gives the queue back (cancelled ones end cancelled)
+    asked = {view.lease for view in report.running if view.cancel_phase >= CancelPhase.COOPERATIVE}
+    if not asked:
+        return
+    taken = state.local_queue.take_out(lambda job: job.lease in asked)
+    if taken and state.claim_room() >= state.claim_threshold:
+        state.slot_freed.set()  # room for the producer's next claim, as a consumer leaves
+    for job in taken:
+        events.emit(
+            events.JOB_CANCEL_REQUESTED,
+            job_id=job.id,
+            actor=job.actor,
+            queue=job.queue,
+            then="waiting in this worker's queue, never started: given back unrun, it ends "
+            "cancelled",
+        )
+        await _release_now(state, job.lease, "release-cancelled")
+
+
+async def _release_now(state: WorkerState, lease: Lease, write: str) -> None:
+    """Release ``lease`` (pending again at once, or cancelled if that was asked), within
+    ``heartbeat_command_timeout``: a row another session holds locked must not hold up
+    the beat. A failure is logged; the job, owned and unheld, is then found again by the
+    orphan release of the next beats."""
+    try:
+        await with_timeout(
+            state.clock,
+            state.settings.heartbeat_command_timeout,
+            state.store.release(lease, delay=timedelta(0)),
+            abandon=True,
+        )
+    except LeaseLost:
+        pass  # it ended, or someone else has it now: nothing to give back
+    except (TaskQError, TimeoutError) as exc:
+        timed_out = isinstance(exc, TimeoutError) and not isinstance(exc, TaskQError)
+        events.emit(
+            events.JOB_WRITE_FAILED,
+            logging.ERROR,
+            job_id=lease.job_id,
+            write=write,
+            error="no answer within TASKQ_HEARTBEAT_COMMAND_TIMEOUT="
+            f"{state.settings.heartbeat_command_timeout:g}s"
+            if timed_out
+            else str(exc),
+        )
 
 
 def _remember_given_back(state: WorkerState, lease: Lease) -> None:
@@ -204,15 +273,75 @@ def _remember_given_back(state: WorkerState, lease: Lease) -> None:
         del given_back[next(iter(given_back))]
 
 
-async def _extend_reservations(state: WorkerState) -> None:
+def _extend_reservations(state: WorkerState) -> None:
+    """Start extending this worker's reservation leases (``RateLimiter.extend``).
+
+    It runs in a task of its own, beside the heartbeat call, and no beat waits
+    for it: the limiter (Redis) is not the job store, and one that stops
+    answering must not delay the beats that keep the jobs' leases. One still
+    under way when the next beat comes is left to end, not doubled.
+    """
     limiter = state.ports.rate_limiter
     if limiter is None:
         return
+    previous = state.reservations_extension
+    if previous is not None and not previous.done():
+        return
+    extension = asyncio.ensure_future(_extend_bounded(state, limiter))
+    kept(extension)
+    state.reservations_extension = extension
+
+
+async def _extend_bounded(state: WorkerState, limiter: RateLimiter) -> None:
+    """One ``extend``, logged once (``heartbeat-failed``, part ``reservations``) when it
+    fails or has not answered within ``heartbeat_command_timeout``; not a failed
+    heartbeat, the jobs' leases do not depend on it.
+
+    A late answer still extends the reservations (a Redis behind a silent partition
+    takes its client's socket timeouts, then the Postgres fallback answers), so the
+    call is given up (abandoned, not waited for) only after ``lock_lease``, when the
+    reservations it would extend have expired, or at the end of the shutdown.
+    """
+    settings = state.settings
+    clock = state.clock
+    work = asyncio.ensure_future(limiter.extend(state.worker_id, lease=state.lease))
+    stop = state.shutdown_event.future()
+    timer = asyncio.ensure_future(clock.sleep(settings.heartbeat_command_timeout))
     try:
-        await limiter.extend(state.worker_id, lease=state.lease)
-    except Exception as exc:
-        # Not a heartbeat failure: the jobs' leases were extended.
-        events.emit(events.HEARTBEAT_FAILED, logging.WARNING, part="reservations", error=str(exc))
+        await first_done(work, timer, stop)
+        if not work.done() and not stop.done():
+            _log_extension_failed(
+                state,
+                "no answer from the rate limiter within TASKQ_HEARTBEAT_COMMAND_TIMEOUT="
+                f"{settings.heartbeat_command_timeout:g}s; a later answer still extends them "
+                f"(given up after TASKQ_LOCK_LEASE={settings.lock_lease:g}s)",
+            )
+            timer.cancel()
+            left = settings.lock_lease - settings.heartbeat_command_timeout
+            timer = asyncio.ensure_future(clock.sleep(max(left, 0.0)))
+            await first_done(work, timer, stop)
+            if not work.done():
+                work.cancel()
+                kept(work)  # a limiter that does not answer can hang its cancellation too
+            return
+    finally:
+        timer.cancel()
+    if not work.done():  # the shutdown is complete: nothing is left to extend
+        work.cancel()
+        kept(work)
+    elif not work.cancelled() and (exc := work.exception()) is not None:
+        _log_extension_failed(state, str(exc) or type(exc).__name__)
+
+
+def _log_extension_failed(state: WorkerState, error: str) -> None:
+    events.emit(
+        events.HEARTBEAT_FAILED,
+        logging.WARNING,
+        part="reservations",
+        error=error,
+        then="the jobs' leases are extended all the same; a reservation not extended "
+        "expires TASKQ_LOCK_LEASE after its last extension",
+    )
 
 
 async def _apply_cancel_phases(state: WorkerState, report: HeartbeatReport) -> list[ActiveJob]:
@@ -228,7 +357,12 @@ async def _apply_cancel_phases(state: WorkerState, report: HeartbeatReport) -> l
             continue
         if isinstance(action, SetCancelEvent):
             active.request_cancel("request")
-            events.emit(events.JOB_CANCEL_REQUESTED, job_id=job_id, actor=active.job.actor)
+            events.emit(
+                events.JOB_CANCEL_REQUESTED,
+                job_id=job_id,
+                actor=active.job.actor,
+                queue=active.job.queue,
+            )
         elif isinstance(action, PersistForced):
             try:
                 await state.store.escalate_cancel(active.job.lease)

@@ -10,6 +10,8 @@ run (the claim's round trip then overlaps the consumers' work). Until the
 woken consumer runs, the item is *handed*, not yet taken: ``clear()`` (the
 shutdown's drain) still finds and revokes it, and the consumer then waits
 again, so a job is always either queued, handed, or in a consumer's hands.
+``take_out()`` revokes the items it selects the same way (the heartbeat takes
+out jobs whose cancel was requested before they started).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
+from collections.abc import Callable
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
@@ -105,6 +108,21 @@ class LocalQueue(Generic[T]):
     def snapshot(self) -> list[T]:
         """Everything queued or handed but not taken, left in place."""
         return [*self._handed.values(), *self._items]
+
+    def take_out(self, wanted: Callable[[T], bool]) -> list[T]:
+        """Remove and return the queued or handed (not taken) items ``wanted`` selects,
+        handed ones first, then in queue order; a consumer whose handed item is taken out
+        waits again."""
+        out: list[T] = []
+        for waiter, item in list(self._handed.items()):
+            if wanted(item):
+                del self._handed[waiter]  # its consumer, when it runs, looks again
+                out.append(item)
+        staying: deque[T] = deque()
+        for item in self._items:
+            (out if wanted(item) else staying).append(item)
+        self._items = staying
+        return out
 
     def clear(self) -> list[T]:
         """Remove and return everything queued or handed but not taken (the shutdown's drain)."""

@@ -201,6 +201,9 @@ class WorkerState:
     #: Leases the heartbeat gave back as orphans (oldest first, bounded): should the
     #: claim's answer arrive after all, the producer drops those jobs unrun.
     given_back: dict[Lease, None] = field(default_factory=dict)
+    #: The heartbeat's extension of this worker's reservation leases under way, if any
+    #: (it runs beside the beats, never holding one up: see ``heartbeat``).
+    reservations_extension: asyncio.Future[None] | None = None
     #: The exit code a sibling decided (until-idle 0/3/4/5, isolate-self 1).
     exit_code: int | None = None
     #: Why a sibling stopped the worker (printed as ``taskq: <problem>``), else None.

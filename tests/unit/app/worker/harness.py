@@ -26,6 +26,7 @@ from taskq.app.worker.start_marks import StartMarks
 from taskq.app.worker.state import WorkerState
 from taskq.domain.job import ClaimedJob, Job
 from taskq.ports.queue_store import QueueStore
+from taskq.ports.rate_limiter import RateLimiter
 from taskq.ports.store_params import ClaimRequest
 
 
@@ -48,13 +49,16 @@ def make_settings(**values: Any) -> WorkerSettings:
 
 
 def memory_ports(
-    backend: MemoryBackend, clock: FakeClock, store: QueueStore | None = None
+    backend: MemoryBackend,
+    clock: FakeClock,
+    store: QueueStore | None = None,
+    rate_limiter: RateLimiter | None = None,
 ) -> WorkerPorts:
     return WorkerPorts(
         store=store if store is not None else backend.store(),
         leader_lock=backend.leader_lock(),
         notifier=backend.notifier(),
-        rate_limiter=backend.rate_limiter(),
+        rate_limiter=rate_limiter if rate_limiter is not None else backend.rate_limiter(),
         clock=clock,
     )
 
@@ -76,10 +80,11 @@ class WorkerRun:
         settings: WorkerSettings | None = None,
         *,
         store: Any = None,
+        rate_limiter: Any = None,
         **options: Any,
     ) -> None:
         self.clock = clock
-        self.ports = memory_ports(backend, clock, store)
+        self.ports = memory_ports(backend, clock, store, rate_limiter)
         self.hard_exits: list[int] = []
         self.worker = Worker(
             settings or make_settings(),

@@ -260,3 +260,18 @@ async def test_a_waiter_cancelled_while_waiting_leaves_no_trace() -> None:
     assert "waiters=1" in repr(queue)
     queue.put_nowait(3)
     assert await result_of(live) == 3
+
+
+async def test_take_out_removes_only_the_selected_items_queued_or_handed() -> None:
+    """take_out returns the selected items (handed first, then in queue order) and leaves
+    the rest in order; a waiter whose handed item was taken out gets the next one."""
+    queue = LocalQueue[int](4)
+    waiter = asyncio.create_task(queue.get())
+    await settle()
+    for item in (1, 2, 3, 4):
+        queue.put_nowait(item)  # 1 is handed to the waiter, 2 to 4 are queued
+    assert queue.take_out(lambda item: item % 2 == 1) == [1, 3]
+    assert await result_of(waiter) == 2
+    assert queue.snapshot() == [4]
+    assert queue.take_out(lambda item: item > 10) == []
+    assert queue.get_nowait() == 4

@@ -24,7 +24,8 @@ SET hostname = EXCLUDED.hostname,
     last_seen_at = EXCLUDED.last_seen_at
 
 -- name: heartbeat
--- One statement is one transaction: liveness, leader ping and lease extension commit together; owned rows lock in id order.
+-- One statement is one transaction: liveness, leader ping and lease extension commit together.
+-- It never waits for a job row another session holds locked (an application's FOR UPDATE or FOR SHARE): the report reads the rows without a lock, the extension skips the rows it cannot lock now.
 WITH req AS MATERIALIZED (
     SELECT coalesce(:now::timestamptz, now()) AS now
 ),
@@ -46,19 +47,23 @@ leader AS (
         worker_id = EXCLUDED.worker_id
     RETURNING ml.worker_id
 ),
-owned AS (
-    -- Locked, so these columns are the rows' latest versions (what the report says).
+owned AS MATERIALIZED (
+    -- What the report says: every running job the worker owns as of the statement's
+    -- snapshot, read without a lock (a row locked elsewhere is reported too).
     SELECT j.id, j.fencing_token, j.cancel_phase, j.cancel_requested_at,
            j.started_at IS NOT NULL AS started
     FROM {schema}.jobs j
     WHERE j.locked_by = :worker_id::text AND j.status = 'running'
-    ORDER BY j.id
-    FOR UPDATE
 ),
-extended AS (
-    -- Leases the worker lets lapse (an outcome it could not write) are reported, not extended.
-    UPDATE {schema}.jobs j
-    SET lock_expires_at = (SELECT r.now FROM req r) + :lease::interval
+lockable AS (
+    -- The rows to extend, locked now: a row another session holds locked is skipped, not
+    -- waited for, and extended by the first beat after its lock ends. A row changed since
+    -- the snapshot is locked and read at its latest version, so extended checks it is
+    -- still this worker's. NO KEY UPDATE: a KEY SHARE lock (a foreign key check) does not
+    -- conflict with it. Leases the worker lets lapse (an outcome it could not write) are
+    -- not extended.
+    SELECT j.id, j.locked_by, j.status
+    FROM {schema}.jobs j
     WHERE j.id = ANY (ARRAY(
         SELECT o.id FROM owned o
         WHERE NOT EXISTS (
@@ -68,6 +73,14 @@ extended AS (
             WHERE l.id = o.id AND l.fencing_token = o.fencing_token
         )
     ))
+    ORDER BY j.id
+    FOR NO KEY UPDATE SKIP LOCKED
+),
+extended AS (
+    UPDATE {schema}.jobs j
+    SET lock_expires_at = (SELECT r.now FROM req r) + :lease::interval
+    FROM lockable k
+    WHERE j.id = k.id AND k.locked_by = :worker_id::text AND k.status = 'running'
     RETURNING j.id
 )
 -- Always one row at least (id NULL when nothing is owned): it carries seen.
@@ -87,6 +100,7 @@ FROM {schema}.workers
 
 -- name: isolate_worker
 -- Every running job of a worker that lets go of them without its consumers (isolate-self, a hard exit, a watchdog trip).
+-- A row another session holds locked is skipped, not waited for: it keeps its lease, and the leader's sweep takes it back once that expired.
 -- Never started: pending again, attempt refunded, no attempt row. Started: a retryable actor's job waits until retry_at with its attempt refunded (an interrupted row), any other crashes; a requested cancel ends it cancelled.
 WITH req AS MATERIALIZED (
     SELECT coalesce(:now::timestamptz, now()) AS now
@@ -98,7 +112,7 @@ owned AS (
     FROM {schema}.jobs j
     WHERE j.locked_by = :worker_id::text AND j.status = 'running'
     ORDER BY j.id
-    FOR UPDATE
+    FOR NO KEY UPDATE SKIP LOCKED
 ),
 moved AS (
     UPDATE {schema}.jobs j

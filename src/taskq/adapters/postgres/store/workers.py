@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from taskq.adapters.postgres.call_budget import CallBudget
 from taskq.adapters.postgres.store.base import StoreCore
 from taskq.adapters.postgres.store.finish import check_aware_field
 from taskq.adapters.postgres.store.rows import check_lease, worker_from_row
@@ -44,15 +45,21 @@ class WorkerOps(StoreCore):
     async def heartbeat(self, beat: Heartbeat) -> HeartbeatReport:
         now = self._begin(beat.now)
         check_lease(beat.lease)
-        rows = await self._driver.fetch(
-            "heartbeat",
-            now=now,
-            worker_id=beat.worker_id,
-            is_leader=beat.is_leader,
-            lease=beat.lease,
-            lapse_job_id=[lease.job_id for lease in beat.let_lapse],
-            lapse_fencing_token=[lease.fencing_token for lease in beat.let_lapse],
-        )
+        bound = None if beat.timeout is None else beat.timeout.total_seconds()
+        if bound is not None and not bound > 0:
+            raise ValueError(f"Heartbeat.timeout must be > 0, got {beat.timeout}")
+        # Its bound's StoreTimeout says what the call waited for: a free connection of
+        # the pool, or the server's answer (a blocked or slow statement, a dead network).
+        async with CallBudget(bound):
+            rows = await self._driver.fetch(
+                "heartbeat",
+                now=now,
+                worker_id=beat.worker_id,
+                is_leader=beat.is_leader,
+                lease=beat.lease,
+                lapse_job_id=[lease.job_id for lease in beat.let_lapse],
+                lapse_fencing_token=[lease.fencing_token for lease in beat.let_lapse],
+            )
         return HeartbeatReport(
             running=tuple(
                 RunningJobView(
