@@ -13,6 +13,11 @@ transaction (asyncpg or psycopg connection): it becomes visible, and wakes
 workers, only if you commit. Payloads are validated against the actor's model
 before anything is written (``PayloadValidationError``).
 
+Each enqueue call runs in an OpenTelemetry PRODUCER span whose context the
+job stores, when an SDK is configured (``taskq.app.tracing``); the
+OpenTelemetry API is imported when the first client is built, not by
+``import taskq``.
+
 Only ``taskq.app.composition`` names concrete adapters; it is imported lazily
 so that ``import taskq`` loads no database driver.
 """
@@ -48,7 +53,10 @@ from taskq.ports.clock import Clock
 from taskq.ports.queue_store import JobCanceller, JobEnqueuer, JobReader
 
 if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
+
     from taskq.app.settings import TaskQSettings
+    from taskq.app.tracing import Tracing
 
 P = TypeVar("P", bound=BaseModel)
 R = TypeVar("R")
@@ -109,16 +117,31 @@ class JobsClient:
     end of ``async with``). ``clock`` is the time an enqueue is stamped with
     (an indefinite policy's ``time_budget`` deadline) and the time
     ``JobHandle.wait`` polls on; give tests the store's fake clock.
+    ``otel_enabled=False`` (``TASKQ_OTEL_ENABLED`` for ``connect``) makes no
+    span and stores no trace context but the ids a call passes;
+    ``tracer_provider`` is where the PRODUCER spans go instead of the global
+    provider.
     """
 
     def __init__(
-        self, store: ClientStore, *, owns_store: bool = False, clock: Clock | None = None
+        self,
+        store: ClientStore,
+        *,
+        owns_store: bool = False,
+        clock: Clock | None = None,
+        otel_enabled: bool = True,
+        tracer_provider: TracerProvider | None = None,
     ) -> None:
         check_methods("the client's store", store, CLIENT_STORE_METHODS)
         self._store = store
         self._owns_store = owns_store
         self._clock: Clock = clock if clock is not None else WallClock()
         self._closed = False
+        self._tracing: Tracing | None = None
+        if otel_enabled:
+            from taskq.app.tracing import Tracing
+
+            self._tracing = Tracing(tracer_provider)
 
     def __repr__(self) -> str:
         owned = " owned" if self._owns_store else ""
@@ -135,15 +158,24 @@ class JobsClient:
         schema: str | None = None,
         settings: TaskQSettings | None = None,
         clock: Clock | None = None,
+        tracer_provider: TracerProvider | None = None,
     ) -> contextlib.AbstractAsyncContextManager[Self]:
         """``async with JobsClient.connect() as client``: a client on its own pool.
 
         Settings come from ``settings`` or else ``TaskQSettings.load()``
         (environment and ``.env``); ``dsn``, ``driver`` and ``schema`` override
         ``TASKQ_PG_DSN``, ``TASKQ_DRIVER`` and ``TASKQ_SCHEMA_NAME``, validated
-        the same way. The pool is opened on entry and closed on exit.
+        the same way (``TASKQ_OTEL_ENABLED`` too: see the constructor). The pool
+        is opened on entry and closed on exit.
         """
-        return cls._connected(dsn, driver=driver, schema=schema, settings=settings, clock=clock)
+        return cls._connected(
+            dsn,
+            driver=driver,
+            schema=schema,
+            settings=settings,
+            clock=clock,
+            tracer_provider=tracer_provider,
+        )
 
     @classmethod
     @contextlib.asynccontextmanager
@@ -155,6 +187,7 @@ class JobsClient:
         schema: str | None,
         settings: TaskQSettings | None,
         clock: Clock | None,
+        tracer_provider: TracerProvider | None,
     ) -> AsyncIterator[Self]:
         from taskq.app.settings import TaskQSettings
 
@@ -166,7 +199,13 @@ class JobsClient:
         }
         resolved = base.with_overrides(**changes) if changes else base
         store = await _composition().open_store(resolved)
-        async with cls(store, owns_store=True, clock=clock) as client:
+        async with cls(
+            store,
+            owns_store=True,
+            clock=clock,
+            otel_enabled=resolved.otel_enabled,
+            tracer_provider=tracer_provider,
+        ) as client:
             yield client
 
     @classmethod
@@ -177,15 +216,24 @@ class JobsClient:
         schema: str = "taskq",
         clock: Clock | None = None,
         call_timeout: float = DEFAULT_CLIENT_CALL_TIMEOUT,
+        otel_enabled: bool = True,
+        tracer_provider: TracerProvider | None = None,
     ) -> Self:
         """A client on your ``asyncpg.Pool``; TaskQ never closes it (closing the client
         sends the wake-ups its enqueues still owe, then refuses further calls).
 
         Each call ends within ``call_timeout`` seconds (see ``TASKQ_CLIENT_CALL_TIMEOUT``);
-        the pool's own settings are left as they are.
+        the pool's own settings are left as they are. ``otel_enabled``,
+        ``tracer_provider``: as for the constructor.
         """
         return cls._from_pool(
-            pool, driver="asyncpg", schema=schema, clock=clock, call_timeout=call_timeout
+            pool,
+            driver="asyncpg",
+            schema=schema,
+            clock=clock,
+            call_timeout=call_timeout,
+            otel_enabled=otel_enabled,
+            tracer_provider=tracer_provider,
         )
 
     @classmethod
@@ -196,15 +244,24 @@ class JobsClient:
         schema: str = "taskq",
         clock: Clock | None = None,
         call_timeout: float = DEFAULT_CLIENT_CALL_TIMEOUT,
+        otel_enabled: bool = True,
+        tracer_provider: TracerProvider | None = None,
     ) -> Self:
         """A client on your ``psycopg_pool.AsyncConnectionPool``; TaskQ never closes it
         (closing the client sends the wake-ups its enqueues still owe).
 
         Each call ends within ``call_timeout`` seconds (see ``TASKQ_CLIENT_CALL_TIMEOUT``);
-        the pool's own settings are left as they are.
+        the pool's own settings are left as they are. ``otel_enabled``,
+        ``tracer_provider``: as for the constructor.
         """
         return cls._from_pool(
-            pool, driver="psycopg", schema=schema, clock=clock, call_timeout=call_timeout
+            pool,
+            driver="psycopg",
+            schema=schema,
+            clock=clock,
+            call_timeout=call_timeout,
+            otel_enabled=otel_enabled,
+            tracer_provider=tracer_provider,
         )
 
     @classmethod
@@ -216,6 +273,8 @@ class JobsClient:
         schema: str,
         clock: Clock | None,
         call_timeout: float,
+        otel_enabled: bool,
+        tracer_provider: TracerProvider | None,
     ) -> Self:
         validate_identifier(schema, what="schema")
         if not (isinstance(call_timeout, int | float) and 0 < call_timeout < float("inf")):
@@ -226,7 +285,13 @@ class JobsClient:
             pool, driver=driver, schema=schema, call_timeout=float(call_timeout)
         )
         # The client owns the store it built, not the pool: the store's close leaves it open.
-        return cls(store, owns_store=True, clock=clock)
+        return cls(
+            store,
+            owns_store=True,
+            clock=clock,
+            otel_enabled=otel_enabled,
+            tracer_provider=tracer_provider,
+        )
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -280,9 +345,12 @@ class JobsClient:
         ``idempotency_key`` may return an existing job (``was_existing``).
         ``timeout`` bounds each attempt of this job, instead of the actor's
         ``timeout`` (stored with the job).
-        ``connection`` writes inside the caller's transaction. Raises
-        ``PayloadValidationError`` (nothing written), ``MaxPendingExceeded``
-        and the other ``EnqueueRefused`` errors, ``StoreUnavailable``.
+        ``connection`` writes inside the caller's transaction. The write runs in
+        a PRODUCER span (``enqueue {queue}``) whose context the job stores as
+        ``trace_id``/``span_id``, unless the call passes ids of its own (stored
+        as given). Raises ``PayloadValidationError`` (nothing written),
+        ``MaxPendingExceeded`` and the other ``EnqueueRefused`` errors,
+        ``StoreUnavailable``.
         """
         _check_ref(ref)
         job = ref.new_job(
@@ -331,7 +399,9 @@ class JobsClient:
         """Enqueue one job per payload in one round trip, all or nothing.
 
         Every payload is validated first (the error names its index), the
-        options apply to every job, and handles come back in input order.
+        options apply to every job, and handles come back in input order. One
+        PRODUCER span covers the batch (``messaging.batch.message_count``); every
+        job stores its context (or the ids the call passes).
         """
         _check_ref(ref)
         if isinstance(payloads, Mapping | BaseModel | str):
@@ -375,16 +445,22 @@ class JobsClient:
         return JobHandle.for_results(results, store=self._store, ref=ref, clock=self._clock)
 
     def _enqueuer(self, connection: Any) -> JobEnqueuer:
+        """Where an enqueue writes: the store, or ``connection`` through it; traced (the
+        PRODUCER span, the job's creation context) unless ``otel_enabled`` is off."""
+        enqueuer: JobEnqueuer
         if connection is None:
-            return self._store
-        bind = getattr(self._store, "bound_to", None)
-        if not callable(bind):
-            raise ConfigurationError(
-                f"{type(self._store).__name__} cannot enqueue inside a caller's transaction "
-                "(it has no bound_to); use a Postgres-backed client for connection="
-            )
-        binding = cast(TransactionBinding, self._store)
-        return binding.bound_to(connection)
+            enqueuer = self._store
+        else:
+            bind = getattr(self._store, "bound_to", None)
+            if not callable(bind):
+                raise ConfigurationError(
+                    f"{type(self._store).__name__} cannot enqueue inside a caller's "
+                    "transaction (it has no bound_to); use a Postgres-backed client for "
+                    "connection="
+                )
+            enqueuer = cast(TransactionBinding, self._store).bound_to(connection)
+        tracing = self._tracing
+        return enqueuer if tracing is None else tracing.traced(enqueuer)
 
     def _handle(self, ref: ActorRef[Any, R], result: EnqueueResult) -> JobHandle[R]:
         return JobHandle(

@@ -13,9 +13,12 @@ import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from taskq.domain.job import JSON, ClaimedJob
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span
 
 P = TypeVar("P")
 
@@ -28,8 +31,11 @@ class JobContext(Generic[P]):
 
     ``attempt`` counts from 1 and is the attempt now running; ``max_attempts``
     is ``None`` for an unbounded (indefinite) policy. ``schedule_to_close`` is
-    the job's deadline, if any. ``trace_id``/``span_id`` are the producer's
-    span, for linking.
+    the job's deadline, if any. ``trace_id``/``span_id`` are the job's
+    creation context as stored (the enqueue's PRODUCER span, W3C hex, or the
+    caller's own ids). ``span`` is this attempt's CONSUMER span when the worker
+    traces (an SDK is configured and ``TASKQ_OTEL_ENABLED``), else None; it is
+    also the current span while the actor runs (``trace.get_current_span()``).
     """
 
     payload: P
@@ -45,6 +51,7 @@ class JobContext(Generic[P]):
     schedule_to_close: datetime | None = None
     trace_id: str | None = None
     span_id: str | None = None
+    span: Span | None = None
 
     @property
     def cancelled(self) -> bool:
@@ -59,6 +66,7 @@ class JobContext(Generic[P]):
         *,
         worker_id: str,
         cancel_event: asyncio.Event | None = None,
+        span: Span | None = None,
     ) -> JobContext[P]:
         """The context of the attempt ``job`` (just claimed by ``worker_id``) is starting."""
         return cls(
@@ -75,6 +83,7 @@ class JobContext(Generic[P]):
             schedule_to_close=job.schedule_to_close,
             trace_id=job.trace_id,
             span_id=job.span_id,
+            span=span,
         )
 
     def __repr__(self) -> str:

@@ -343,6 +343,8 @@ class TaskQSettings(BaseSettings):
     statement_cache_size: Annotated[int, Field(ge=0)] = 512
     max_cached_statement_lifetime: Annotated[int, Field(ge=0)] = 3600
     pg_is_pooled: bool = False
+    # OpenTelemetry spans (a client's PRODUCER spans, a worker's CONSUMER spans) and metrics.
+    otel_enabled: bool = True
 
     # How long one client call (enqueue, get, cancel, a handle's poll) may take in
     # all: the wait for a pool connection, for a row lock (half of it) and for the
@@ -471,8 +473,6 @@ INERT_SETTINGS: Final = (
     "health_socket_path",
     "health_pg_ping_timeout",
     "health_tasks_enabled",
-    "otel_enabled",
-    "worker_group",
     "dispatch_oversample",
     "dispatch_scope_by_home_queue",
     "admin_host",
@@ -531,7 +531,6 @@ class WorkerSettings(TaskQSettings):
         str | None, BeforeValidator(_empty_to_none), AfterValidator(_uuid_text)
     ] = None
     worker_group: str = "default"
-    otel_enabled: bool = True
     log_format: Annotated[Literal["json", "console"], BeforeValidator(_lower)] = "json"
     log_level: Annotated[str, AfterValidator(_log_level)] = "INFO"
     force_update_actor_config: bool = False

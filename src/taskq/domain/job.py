@@ -70,6 +70,15 @@ def with_payload(template: NewJob, payload: Mapping[str, JSON]) -> NewJob:
     return build_new_job(**fields)
 
 
+def with_trace_context(job: NewJob, trace_id: str, span_id: str) -> NewJob:
+    """``job`` carrying another trace context (the producer span's, as W3C hex), as
+    :func:`with_payload` does for payloads."""
+    fields = {name: getattr(job, name) for name in _NEW_JOB_FIELDS}
+    fields["trace_id"] = trace_id
+    fields["span_id"] = span_id
+    return build_new_job(**fields)
+
+
 class UniformJobs(Sequence[NewJob]):
     """Jobs that differ only in their payloads: ``template``'s options, one payload each.
 

@@ -11,14 +11,16 @@ pytestmark = pytest.mark.integration
 async def test_inert_settings_set_by_the_operator_are_named_once(
     db: Database, workers: WorkerSpawner
 ) -> None:
-    """TASKQ_WORKER_GROUP is validated but not acted on yet: one worker-settings-inert
-    WARNING names it (not the test env's TASKQ_HEALTH_ENABLED=false: turning off what
-    is not there asks for nothing), and the worker still runs."""
-    proc = workers.start(db.worker_env(TASKQ_WORKER_GROUP="billing"), "--until-idle")
+    """TASKQ_DISPATCH_OVERSAMPLE is validated but not acted on yet: one
+    worker-settings-inert WARNING names it (not the test env's TASKQ_HEALTH_ENABLED=false:
+    turning off what is not there asks for nothing; nor TASKQ_WORKER_GROUP, which the
+    CONSUMER spans carry), and the worker still runs."""
+    env = db.worker_env(TASKQ_DISPATCH_OVERSAMPLE="3", TASKQ_WORKER_GROUP="billing")
+    proc = workers.start(env, "--until-idle")
     assert await proc.wait(within=60) == 0, proc.output_tail()
     (inert,) = proc.events("worker-settings-inert")
     assert inert["level"] == "WARNING"
-    assert inert["settings"] == ["TASKQ_WORKER_GROUP"]
+    assert inert["settings"] == ["TASKQ_DISPATCH_OVERSAMPLE"]
 
 
 async def test_unknown_variables_empty_registry_and_comma_queues(

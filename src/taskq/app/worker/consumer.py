@@ -3,7 +3,9 @@
 Dispatch sequence of one job (the worker guide's, in order):
 
 1. actor lookup: unknown → ``dispatch-actor-not-found``, released back (10 s);
-2. registered as active; a job the claim did not start gets its start mark
+2. its CONSUMER span starts when the worker traces (``attempt_span``: ended
+   when the outcome is decided, current in the actor's task);
+   registered as active; a job the claim did not start gets its start mark
    only if it is still running a moment later (``start_marks``), the terminal
    write otherwise records when it began;
 3. payload validation: failure → ``failed``, never retried, message stored;
@@ -57,7 +59,8 @@ from functools import partial
 from typing import Any, Final
 
 from taskq.app.context import JobContext
-from taskq.app.worker import attempt_log, events
+from taskq.app.tracing import Tracing
+from taskq.app.worker import attempt_log, attempt_span, events
 from taskq.app.worker.actor_threads import ActorThreads, ThreadHooks
 from taskq.app.worker.batching import GroupCommit
 from taskq.app.worker.hand_back import until_this_process_ends
@@ -128,8 +131,13 @@ class Dispatcher:
         completer: Completer,
         marks: StartMarks,
         gate: StartGate,
+        tracing: Tracing | None = None,
     ) -> None:
         self.state = state
+        #: None: no spans at all (TASKQ_OTEL_ENABLED=false); else asked per job, as an SDK
+        #: may be configured after the worker started.
+        self._tracing = tracing
+        self._group = state.settings.worker_group
         self.scopes = scopes
         self.completer = completer
         self.marks = marks
@@ -214,6 +222,12 @@ class Dispatcher:
             await self._release_unknown(job)
             return None
         active = ActiveJob(job, ref)
+        if self._tracing is not None:
+            tracer = self._tracing.tracer()
+            if tracer is not None:
+                active.span = attempt_span.start(
+                    tracer, job, worker_id=state.worker_id, group=self._group
+                )
         active.gated = needs_gate(job, ref.retry)
         state.active.add(active)
         # Started by its claim, or to be marked by the gate before it runs: no lazy mark.
@@ -228,10 +242,16 @@ class Dispatcher:
         except BaseException:
             state.active.remove(job.id)
             self.marks.ended(active)
+            if active.span is not None:
+                attempt_span.end_unfinished(
+                    active.span, attempt_span.INTERRUPTED, error_type=WORKER_SHUTDOWN
+                )
             raise
         if ended is None:
             state.active.remove(job.id)
             self.marks.ended(active)
+            if active.span is not None:
+                _end_unconcluded(active)
             return None
         return await self._conclude(active, ended)
 
@@ -334,6 +354,8 @@ class Dispatcher:
         job, ref = active.job, active.ref
         attempt_log.started(job)
         coro, name = self._invoke(active, payload, ctx), f"taskq-job-{job.id}"
+        # The attempt's span is current in the actor's task (None: a copy of this one's).
+        context = None if active.span is None else attempt_span.task_context(active.span)
         if (
             _start_eagerly is not None
             and not active.forced
@@ -341,9 +363,9 @@ class Dispatcher:
         ):
             # Python 3.12+: the actor's first step runs now, in its own task; an actor that
             # never suspends is done here, with no loop turn, no future and no wake-up.
-            task = _start_eagerly(asyncio.get_running_loop(), coro, name=name)
+            task = _start_eagerly(asyncio.get_running_loop(), coro, name=name, context=context)
         else:
-            task = asyncio.create_task(coro, name=name)
+            task = asyncio.create_task(coro, name=name, context=context)
         active.task = task
         if task.done():  # only an eager task can be
             return _outcome_of(active, task)
@@ -383,7 +405,11 @@ class Dispatcher:
 
     def _context(self, active: ActiveJob, payload: Any) -> JobContext[Any]:
         return JobContext.for_claimed(
-            active.job, payload, worker_id=self.state.worker_id, cancel_event=active.cancel_event
+            active.job,
+            payload,
+            worker_id=self.state.worker_id,
+            cancel_event=active.cancel_event,
+            span=active.span,
         )
 
     async def _invoke(self, active: ActiveJob, payload: Any, ctx: JobContext[Any] | None) -> Any:
@@ -442,6 +468,8 @@ class Dispatcher:
             rng=state.rng.uniform,
         )
         attempt_log.concluded(active, outcome, decision, state)
+        if active.span is not None:
+            attempt_span.end(active.span, outcome, decision, abandoned=active.abandon_queued)
         # A job turned away before its actor ran (invalid payload, a limit) did not start.
         started_ago = self.marks.started_ago(active) if active.task is not None else None
         if started_ago is not None:
@@ -722,6 +750,19 @@ def _outcome_of(active: ActiveJob, task: asyncio.Task[Any]) -> Outcome:
         return Raised.from_exception(exc.original)
     retryable = not isinstance(exc, PayloadValidationError)
     return Raised.from_exception(exc, retryable=retryable)
+
+
+def _end_unconcluded(active: ActiveJob) -> None:
+    """End the span of an attempt that ended with no outcome of the consumer's own."""
+    assert active.span is not None
+    if active.abandon_queued:
+        attempt_span.end_unfinished(active.span, attempt_span.ABANDONED, error_type="Abandoned")
+    elif active.task is None and not active.stop_waiting:
+        attempt_span.end_unfinished(active.span, attempt_span.NOT_STARTED)
+    else:
+        attempt_span.end_unfinished(
+            active.span, attempt_span.INTERRUPTED, error_type=WORKER_SHUTDOWN
+        )
 
 
 def _interrupted(active: ActiveJob) -> Interrupted:

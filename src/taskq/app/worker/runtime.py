@@ -31,9 +31,12 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from typing import Any
 
+from opentelemetry.trace import TracerProvider
+
 from taskq.app.actors import registry_from
 from taskq.app.di import Dependencies
 from taskq.app.settings import WorkerSettings
+from taskq.app.tracing import new_tracing
 from taskq.app.worker import events, startup
 from taskq.app.worker.batching import GroupCommit
 from taskq.app.worker.consumer import Completer, Dispatcher
@@ -81,6 +84,8 @@ class Worker:
     ``hard_trip=False`` a watchdog trip ends :meth:`run` with exit code 2
     instead of ``os._exit(2)`` (for runs on a fake clock, where a "hang" is
     the test's doing). ``loop_lag`` starts the real-time loop-lag thread.
+    ``tracer_provider``: where the attempts' CONSUMER spans go instead of the
+    global provider (``TASKQ_OTEL_ENABLED=false``: nowhere).
     """
 
     def __init__(
@@ -98,8 +103,11 @@ class Worker:
         hard_trip: bool = True,
         loop_lag: bool = False,
         hard_exit: HardExitHook | None = None,
+        tracer_provider: TracerProvider | None = None,
     ) -> None:
         self.settings = settings
+        #: The attempts' spans go to ``tracer_provider``, else the global one (no SDK: none).
+        self.tracing = new_tracing(settings.otel_enabled, tracer_provider)
         self.state = WorkerState(
             settings=settings,
             ports=ports,
@@ -234,7 +242,9 @@ class Worker:
             prepare=marks.restamp,
         )
         state.completer = completer
-        dispatcher = Dispatcher(state, scopes, completer=completer, marks=marks, gate=gate)
+        dispatcher = Dispatcher(
+            state, scopes, completer=completer, marks=marks, gate=gate, tracing=self.tracing
+        )
         helpers = [
             asyncio.create_task(marks.run(), name="taskq-start-marks"),
             asyncio.create_task(completer.run(), name="taskq-completions"),

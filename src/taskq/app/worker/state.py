@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from taskq.app.settings import WorkerSettings
 from taskq.app.worker.batching import GroupCommit
@@ -26,6 +26,9 @@ from taskq.domain.timeouts import AttemptBound
 from taskq.ports.clock import Clock
 from taskq.ports.queue_store import QueueStore
 from taskq.ports.store_params import Finish
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span
 
 #: Why a job's cancel_event was set. A user request ends the job ``cancelled``; the
 #: worker's shutdown or a lost lease interrupts it (see ``consumer``): never cancelled;
@@ -91,6 +94,8 @@ class ActiveJob:
     actor_ended: tuple[Any, BaseException | None, CancelReason | None] | None = None
     #: The attempt's timeout or deadline, once it was reached (``timeouts``), else None.
     expired: AttemptBound | None = None
+    #: The attempt's CONSUMER span (``attempt_span``), when the worker traces.
+    span: Span | None = None
 
     def __repr__(self) -> str:
         return (
