@@ -38,7 +38,7 @@ import taskq_runs
 from bench_support import Stopwatch, db_span, resolve_dsn, taskq_schema
 from opentelemetry import trace
 
-from taskq.app.tracing import Tracing
+from taskq.app.observability.tracing import Tracing
 from taskq.app.worker import attempt_span
 from taskq.app.worker.state import ActiveJob
 from taskq.domain.job import ClaimedJob

@@ -14,7 +14,7 @@ workers, only if you commit. Payloads are validated against the actor's model
 before anything is written (``PayloadValidationError``).
 
 Each enqueue call runs in an OpenTelemetry PRODUCER span whose context the
-job stores, when an SDK is configured (``taskq.app.tracing``); the
+job stores, when an SDK is configured (``taskq.app.observability.tracing``); the
 OpenTelemetry API is imported when the first client is built, not by
 ``import taskq``.
 
@@ -55,8 +55,8 @@ from taskq.ports.queue_store import JobCanceller, JobEnqueuer, JobReader
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
+    from taskq.app.observability.tracing import Tracing
     from taskq.app.settings import TaskQSettings
-    from taskq.app.tracing import Tracing
 
 P = TypeVar("P", bound=BaseModel)
 R = TypeVar("R")
@@ -139,7 +139,7 @@ class JobsClient:
         self._closed = False
         self._tracing: Tracing | None = None
         if otel_enabled:
-            from taskq.app.tracing import Tracing
+            from taskq.app.observability.tracing import Tracing
 
             self._tracing = Tracing(tracer_provider)
 

@@ -218,7 +218,7 @@ _LATE_SDK = dedent(
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
     from taskq import JobsClient, actor
     from taskq.adapters.memory import FakeClock, MemoryBackend
-    from taskq.app.tracing import LOOK_AGAIN_EVERY
+    from taskq.app.observability.tracing import LOOK_AGAIN_EVERY
 
     class Item(BaseModel):
         n: int

@@ -20,7 +20,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Link, NonRecordingSpan, Span, SpanKind, Status, StatusCode, Tracer
 from opentelemetry.util.types import AttributeValue
 
-from taskq.app.tracing import (
+from taskq.app.observability.tracing import (
     ERROR_TYPE,
     MESSAGING_CLIENT_ID,
     MESSAGING_CONSUMER_GROUP_NAME,

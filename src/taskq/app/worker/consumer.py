@@ -59,7 +59,7 @@ from functools import partial
 from typing import Any, Final
 
 from taskq.app.context import JobContext
-from taskq.app.tracing import Tracing
+from taskq.app.observability.tracing import Tracing
 from taskq.app.worker import attempt_log, attempt_span, events
 from taskq.app.worker.actor_threads import ActorThreads, ThreadHooks
 from taskq.app.worker.batching import GroupCommit

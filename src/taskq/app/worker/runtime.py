@@ -35,8 +35,8 @@ from opentelemetry.trace import TracerProvider
 
 from taskq.app.actors import registry_from
 from taskq.app.di import Dependencies
+from taskq.app.observability.tracing import new_tracing
 from taskq.app.settings import WorkerSettings
-from taskq.app.tracing import new_tracing
 from taskq.app.worker import events, startup
 from taskq.app.worker.batching import GroupCommit
 from taskq.app.worker.consumer import Completer, Dispatcher

@@ -1,6 +1,7 @@
 """The ``taskq`` command line: one Typer app, one sub-app per command group.
 
-Each group lives in its own ``cli_<group>.py`` module and is added here.
+Each command group lives in its own module of this package and is added here;
+``python -m taskq.app.cli`` runs it (see ``__main__``).
 """
 
 from __future__ import annotations
@@ -12,16 +13,16 @@ from typing import NoReturn
 
 import typer
 
-from taskq.app.cli_demo import demo_command
-from taskq.app.cli_migrate import migrate_app
-from taskq.app.cli_worker import worker_command
+from taskq.app.cli.demo import demo_command
+from taskq.app.cli.migrate import migrate_app
+from taskq.app.cli.worker import worker_command
 
 app = typer.Typer(
     name="taskq",
     help="TaskQ: Postgres-backed background jobs.",
     no_args_is_help=True,
     add_completion=False,
-    # Expected failures print one line (see cli_support); anything else is a bug and
+    # Expected failures print one line (see cli.support); anything else is a bug and
     # should show a plain traceback, not a pretty one that hides the frames.
     pretty_exceptions_enable=False,
 )
@@ -64,7 +65,3 @@ def main(args: list[str] | None = None) -> NoReturn:
         typer.echo("taskq: aborted", err=True)
         sys.exit(1)
     sys.exit(code if isinstance(code, int) else 0)
-
-
-if __name__ == "__main__":
-    main()

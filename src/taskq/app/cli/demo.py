@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from taskq.app.cli_support import fail
+from taskq.app.cli.support import fail
 from taskq.domain.errors import TaskQError
 
 

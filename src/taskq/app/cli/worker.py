@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
-from taskq.app.cli_support import fail
+from taskq.app.cli.support import fail
 from taskq.app.settings import MAX_CONCURRENCY_LIMIT
 from taskq.domain.errors import TaskQError
 

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from taskq.app import composition
-from taskq.app.cli_support import (
+from taskq.app.cli.support import (
     DsnOption,
     SchemaOption,
     fail,

@@ -1,0 +1,1 @@
+"""What an operator sees of a worker: traces, metrics, the health socket, task dumps."""
