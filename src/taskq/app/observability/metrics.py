@@ -3,11 +3,12 @@
 One :class:`WorkerMetrics` per worker records each event twice, on the
 Prometheus registry it was given (``/metrics``) and on OpenTelemetry
 instruments when an SDK is configured. The job path costs one dict lookup,
-one counter increment and one histogram observation per attempt: the label
-children and the OTel attribute sets are made once per (actor, queue,
-outcome), never per job. With ``TASKQ_OTEL_ENABLED=false`` no meter is ever
-asked for; with no SDK, the recorder looks again at most once a second (on
-a claim, not on a job), so an SDK set after the worker started is used.
+one integer add and one bucket bisect per attempt, with no lock (the job
+path's series are loop-only cells, ``hot_cells``): the series and the OTel
+attribute sets are made once per (actor, queue, outcome), never per job.
+With ``TASKQ_OTEL_ENABLED=false`` no meter is ever asked for; with no SDK,
+the recorder looks again at most once a second (on a claim, not on a job),
+so an SDK set after the worker started is used.
 
 Gauges are read at scrape time (``readings``). The runtime hands this module
 nothing but plain values and a :class:`~taskq.app.observability.readings.WorkerView`:
@@ -24,9 +25,9 @@ from typing import Final
 
 from opentelemetry.metrics import MeterProvider
 from prometheus_client import CollectorRegistry
-from prometheus_client.metrics import Counter, Histogram
 
 from taskq.app.observability import metric_names as m
+from taskq.app.observability.hot_cells import CountCell, HistogramCell
 from taskq.app.observability.otel_metrics import OtelMeters, resolve_meter
 from taskq.app.observability.prometheus_metrics import PrometheusMetrics
 from taskq.app.observability.readings import Readings, WorkerView
@@ -43,8 +44,8 @@ DETECTORS: Final = ("shutdown_deadline", "stale_loop", "sibling_contract", "loop
 class _AttemptMeters:
     """One (actor, queue, outcome)'s Prometheus children and OTel attributes."""
 
-    count: Counter
-    duration: Histogram
+    count: CountCell
+    duration: HistogramCell
     attributes: dict[str, str]
     duration_attributes: dict[str, str]
 
@@ -59,6 +60,8 @@ class WorkerMetrics:
 
     __slots__ = (
         "_attempts",
+        "_claim_batch",
+        "_claim_duration",
         "_group",
         "_next_look",
         "_otel",
@@ -86,6 +89,8 @@ class WorkerMetrics:
         self._otel: OtelMeters | None = None
         self._next_look = 0.0
         self._attempts: dict[tuple[str, str, str], _AttemptMeters] = {}
+        self._claim_duration = self._prom.claim_duration.cell()
+        self._claim_batch = self._prom.claim_batch.cell()
         for detector in DETECTORS:
             self._prom.watchdog_trips.labels(detector)
         self.look_for_sdk()
@@ -130,7 +135,7 @@ class WorkerMetrics:
         meters = self._attempts.get((actor, queue, outcome))
         if meters is None:
             meters = self._attempt_meters(actor, queue, outcome)
-        meters.count.inc()
+        meters.count.value += 1
         if seconds is not None:
             meters.duration.observe(seconds)
         otel = self._otel
@@ -141,8 +146,8 @@ class WorkerMetrics:
 
     def claimed(self, seconds: float, jobs: int) -> None:
         """A claim round trip took ``seconds`` and returned ``jobs``."""
-        self._prom.claim_duration.observe(seconds)
-        self._prom.claim_batch.observe(jobs)
+        self._claim_duration.observe(seconds)
+        self._claim_batch.observe(jobs)
         otel = self._otel
         if otel is None:
             self.look_for_sdk()
@@ -156,8 +161,8 @@ class WorkerMetrics:
         prom = self._prom
         group = self._group
         meters = _AttemptMeters(
-            count=prom.attempts.labels(actor, queue, outcome),
-            duration=prom.attempt_duration.labels(actor),
+            count=prom.attempts.cell(actor, queue, outcome),
+            duration=prom.attempt_duration.cell(actor),
             attributes={
                 m.OTEL_LABELS["actor"]: actor,
                 m.OTEL_LABELS["queue"]: queue,

@@ -1,7 +1,9 @@
 """The worker's metrics on a Prometheus ``CollectorRegistry`` (what ``/metrics`` renders).
 
-Counters and histograms are ``prometheus_client`` metrics, recorded as things
-happen; the gauges are one collector that reads :class:`Readings` when the
+The job path's counters and histograms (attempts, their durations, claims)
+are lock-free cells (``hot_cells``); the rare events' are ``prometheus_client``
+metrics, safe from any thread (a watchdog trip comes from the loop-lag
+thread); the gauges are one collector that reads :class:`Readings` when the
 registry is scraped, so nothing on the job path keeps them up to date.
 """
 
@@ -15,6 +17,7 @@ from prometheus_client.metrics_core import Metric as PromMetric
 from prometheus_client.registry import Collector
 
 from taskq.app.observability import metric_names as m
+from taskq.app.observability.hot_cells import CellsCollector, CounterCells, HistogramCells
 from taskq.app.observability.readings import Readings
 
 
@@ -34,10 +37,15 @@ class PrometheusMetrics:
     )
 
     def __init__(self, registry: CollectorRegistry, readings: Readings) -> None:
-        self.attempts = _counter(m.ATTEMPTS, registry)
-        self.attempt_duration = _histogram(m.ATTEMPT_DURATION, registry)
-        self.claim_duration = _histogram(m.CLAIM_DURATION, registry)
-        self.claim_batch = _histogram(m.CLAIM_BATCH, registry)
+        self.attempts = CounterCells(m.ATTEMPTS)
+        self.attempt_duration = HistogramCells(m.ATTEMPT_DURATION)
+        self.claim_duration = HistogramCells(m.CLAIM_DURATION)
+        self.claim_batch = HistogramCells(m.CLAIM_BATCH)
+        registry.register(
+            CellsCollector(
+                (self.attempts, self.attempt_duration, self.claim_duration, self.claim_batch)
+            )
+        )
         self.heartbeat_failures = _counter(m.HEARTBEAT_FAILURES, registry)
         self.rate_limit_denials = _counter(m.RATE_LIMIT_DENIALS, registry)
         self.watchdog_trips = _counter(m.WATCHDOG_TRIPS, registry)
