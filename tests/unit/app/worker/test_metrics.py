@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from tests.metrics import MetricRecorder, histogram, metric_recording, number, scrape, value
 from tests.unit.app.worker.harness import StoreProxy, WorkerRun, job, make_settings
 
+from taskq import RateLimit
 from taskq.adapters.memory import FakeClock, MemoryBackend
 from taskq.app.actors import ActorRef, actor
 from taskq.app.client import JobsClient
@@ -321,3 +322,40 @@ async def test_trips_crashes_and_broken_contracts_are_counted(
     [(attrs, crash)] = points["taskq.worker.sibling_crashes_total"]
     assert attrs == {"taskq.worker.loop": "listener", GROUP: "default"}
     assert number(crash) == 1
+
+
+@actor(rate_limits=[RateLimit("k", limit=1, per=timedelta(seconds=60))])
+async def rated(payload: Item) -> int:
+    return payload.n
+
+
+async def test_rate_limit_denials_are_counted_by_actor_and_reason(
+    clock: FakeClock, backend: MemoryBackend, meters: MetricRecorder
+) -> None:
+    """A job a rate limit denies adds 1 to taskq_rate_limit_denials_total{actor, reason} and
+    ends its attempt as snoozed, with no duration (its actor never ran)."""
+    client = JobsClient(backend.store(), clock=clock)
+    await client.enqueue(rated, {"n": 1})
+    await client.enqueue(rated, {"n": 2})
+    run = WorkerRun(
+        backend, clock, {"rated": rated}, make_settings(), meter_provider=meters.provider
+    )
+    await run.start()
+    await run.advance(1)
+    samples = scrape(run.worker.metrics_registry)
+    assert (
+        value(samples, "taskq_rate_limit_denials_total", actor="rated", reason="rate-limited") == 1
+    )
+    assert (
+        value(samples, "taskq_attempts_total", actor="rated", queue="default", outcome="snoozed")
+        == 1
+    )
+    assert value(samples, "taskq_attempt_duration_seconds_count", actor="rated") == 1
+    [(attrs, point)] = meters.points()["taskq.worker.rate_limit_denials_total"]
+    assert attrs == {
+        "messaging.taskq.actor": "rated",
+        "taskq.rate_limit.reason": "rate-limited",
+        GROUP: "default",
+    }
+    assert number(point) == 1
+    assert await run.stop() == 0
