@@ -246,6 +246,7 @@ class Dispatcher:
                 attempt_span.end_unfinished(
                     active.span, attempt_span.INTERRUPTED, error_type=WORKER_SHUTDOWN
                 )
+            state.metrics.attempt_ended(job.actor, job.queue, attempt_span.INTERRUPTED, None)
             raise
         if ended is None:
             state.active.remove(job.id)

@@ -359,3 +359,35 @@ async def test_rate_limit_denials_are_counted_by_actor_and_reason(
     }
     assert number(point) == 1
     assert await run.stop() == 0
+
+
+class CrashingBeats(StoreProxy):
+    """A store whose heartbeat raises a bug's error: the heartbeat loop crashes."""
+
+    async def heartbeat(self, beat: Heartbeat) -> HeartbeatReport:
+        raise RuntimeError("a bug in a custom store")
+
+
+async def test_an_attempt_cut_off_by_a_crash_is_counted_once_as_interrupted(
+    clock: FakeClock, backend: MemoryBackend, meters: MetricRecorder
+) -> None:
+    """A sibling crash stops the worker while an attempt runs: the attempt counts exactly
+    once, as interrupted, and the crash once under its loop."""
+    client = JobsClient(backend.store(), clock=clock)
+    await client.enqueue(waits, {"n": 1})
+    run = WorkerRun(
+        backend,
+        clock,
+        {ref.name: ref for ref in REFS},
+        make_settings(heartbeat_interval=10),
+        store=CrashingBeats(backend.store()),
+        meter_provider=meters.provider,
+    )
+    await run.start()
+    assert await run.finish(within=30) == 1
+    samples = scrape(run.worker.metrics_registry)
+    interrupted = value(
+        samples, "taskq_attempts_total", actor="waits", queue="default", outcome="interrupted"
+    )
+    assert interrupted == 1
+    assert value(samples, "taskq_sibling_crashes_total", loop="heartbeat") == 1
