@@ -240,3 +240,27 @@ async def test_queue_depths_report_active_counts_per_queue_and_status(harness: H
         assert count == truth.get(key, 0), key
     active = {k: v for k, v in reported.items() if v and k[1] not in TERMINAL}
     assert active == {k: v for k, v in truth.items() if k[1] not in TERMINAL}
+
+
+async def test_queue_depths_report_the_earliest_due_time_per_queue_and_status(
+    harness: Harness,
+) -> None:
+    """queue_depths gives each active (queue, status) the earliest scheduled_at of its jobs:
+    for pending, since when the longest-waiting job has been due; for scheduled, when the
+    next one falls due."""
+    store = harness.store
+    await enqueue(store, new_job(queue="q1"), now=at(5))
+    await enqueue(store, new_job(queue="q1"), now=at(2))
+    await enqueue(store, new_job(queue="q1"), now=at(9))
+    await enqueue(store, new_job(queue="q1", scheduled_at=at(60)), now=at(1))
+    await enqueue(store, new_job(queue="q1", scheduled_at=at(30)), now=at(1))
+    await enqueue(store, new_job(queue="q2"), now=at(7))
+    await claim_one(store, queues=["q2"], now=at(8))
+    done = await enqueue_and_claim(store, new_job(queue="q3"), now=at(1))
+    await succeed(store, done.lease, now=at(3))
+
+    reported = {(d.queue, d.status): (d.count, d.oldest_due_at) for d in await store.queue_depths()}
+    assert reported[("q1", JobStatus.PENDING)] == (3, at(2))
+    assert reported[("q1", JobStatus.SCHEDULED)] == (2, at(30))
+    assert reported[("q2", JobStatus.RUNNING)] == (1, at(7))
+    assert ("q3", JobStatus.SUCCEEDED) not in reported

@@ -31,6 +31,7 @@ from taskq.app.connection_overrides import (  # re-exported: callers look the ev
 )
 from taskq.app.connection_overrides import check_overrides, dedicated_conn, store_source
 from taskq.app.connections import WorkerConnections
+from taskq.app.observability.metrics import new_metrics_registry
 from taskq.app.port_check import check_given_ports, check_worker_ports
 from taskq.app.settings import (
     BUILTIN_DRIVERS,
@@ -52,6 +53,8 @@ from taskq.ports.queue_store import QueueStore
 from taskq.ports.rate_limiter import RateLimiter
 
 if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
+
     from taskq.adapters.postgres.embedded import EmbeddedPostgres
     from taskq.adapters.postgres.store import LockBudgets, PooledQueueStore
     from taskq.adapters.postgres.store.pooled import ClosablePool
@@ -297,6 +300,12 @@ async def _close_unused(built: _Closeable | None, passed: object) -> None:
     """Close a factory-built port the caller replaced with its own."""
     if built is not None and built is not passed:
         await built.close()
+
+
+def worker_metrics_registry() -> CollectorRegistry:
+    """The Prometheus registry of one worker process: its metrics are registered on it,
+    and the health server's ``/metrics`` renders it (the same object for both)."""
+    return new_metrics_registry()
 
 
 def memory_worker_ports(settings: WorkerSettings) -> WorkerPorts:

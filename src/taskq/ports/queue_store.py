@@ -199,6 +199,12 @@ class JobReader(Protocol):
     registers the actor, else ``NO_LIVE_WORKER`` when the actor has an
     actor_config row, else ``UNREGISTERED``. With ``queues``, only jobs on
     those queues are read.
+
+    ``queue_depths`` reports one ``QueueDepth`` per non-empty active (queue,
+    status), sorted by both, with its exact count and the earliest
+    ``scheduled_at`` of its jobs; terminal statuses are never read (a
+    finished row costs the read nothing, however many wait to be pruned).
+    The leader samples it for the queue-depth gauges; it must stay cheap.
     """
 
     async def get(self, job_id: int) -> Job | None: ...

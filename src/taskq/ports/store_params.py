@@ -306,9 +306,18 @@ class CapacityUpdate:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class QueueDepth:
+    """``count`` jobs of ``queue`` in the active ``status`` (pending, scheduled or running).
+
+    ``oldest_due_at`` is the earliest ``scheduled_at`` among them: for pending
+    jobs, since when the longest-waiting one has been due (its wait is now
+    minus this, the signal of a queue that stopped moving); for scheduled
+    ones, when the next falls due. None only when an adapter cannot say.
+    """
+
     queue: str
     status: JobStatus
     count: int
+    oldest_due_at: datetime | None = None
 
 
 class StrandedReason(StrEnum):

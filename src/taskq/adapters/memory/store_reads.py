@@ -33,11 +33,19 @@ class ReadOps(StoreCore):
         return sum(1 for row in self._db.active_rows() if wanted is None or row.queue in wanted)
 
     async def queue_depths(self) -> list[QueueDepth]:
-        """Active (pending, scheduled, running) counts per queue and status, sorted."""
+        """Active (pending, scheduled, running) counts per queue and status, sorted, each
+        with the earliest scheduled_at of its jobs."""
         await self._begin()
-        counts = Counter((row.queue, row.status) for row in self._db.active_rows())
+        counts: Counter[tuple[str, JobStatus]] = Counter()
+        oldest: dict[tuple[str, JobStatus], datetime] = {}
+        for row in self._db.active_rows():
+            key = (row.queue, row.status)
+            counts[key] += 1
+            known = oldest.get(key)
+            if known is None or row.scheduled_at < known:
+                oldest[key] = row.scheduled_at
         return [
-            QueueDepth(queue=queue, status=status, count=count)
+            QueueDepth(queue=queue, status=status, count=count, oldest_due_at=oldest[queue, status])
             for (queue, status), count in sorted(counts.items())
         ]
 

@@ -246,12 +246,16 @@ class Dispatcher:
                 attempt_span.end_unfinished(
                     active.span, attempt_span.INTERRUPTED, error_type=WORKER_SHUTDOWN
                 )
+            state.metrics.attempt_ended(job.actor, job.queue, attempt_span.INTERRUPTED, None)
             raise
         if ended is None:
             state.active.remove(job.id)
             self.marks.ended(active)
+            ended_as = _unconcluded_outcome(active)
             if active.span is not None:
-                _end_unconcluded(active)
+                _end_unconcluded(active, ended_as)
+            if ended_as != attempt_span.NOT_STARTED:
+                state.metrics.attempt_ended(job.actor, job.queue, ended_as, None)
             return None
         return await self._conclude(active, ended)
 
@@ -297,6 +301,7 @@ class Dispatcher:
             except PayloadValidationError as exc:  # a key the payload cannot fill
                 return PayloadInvalid(str(exc))
             if isinstance(granted, Denied):
+                self.state.metrics.rate_limit_denied(job.actor, granted.reason)
                 return Snoozed(granted.retry_after)  # not invoked, no attempt used
             admitted = granted
         try:
@@ -472,8 +477,17 @@ class Dispatcher:
             attempt_span.end(active.span, outcome, decision, abandoned=active.abandon_queued)
         # A job turned away before its actor ran (invalid payload, a limit) did not start.
         started_ago = self.marks.started_ago(active) if active.task is not None else None
-        if started_ago is not None:
-            state.claim_pace.job_ran(started_ago.total_seconds())
+        ran = None if started_ago is None else started_ago.total_seconds()
+        if ran is not None:
+            state.claim_pace.job_ran(ran)
+        state.metrics.attempt_ended(
+            job.actor,
+            job.queue,
+            attempt_span.ABANDONED
+            if active.abandon_queued
+            else attempt_span.OUTCOMES[decision.__class__],
+            ran,
+        )
         state.active.remove(job.id)
         if active.abandon_queued or (
             isinstance(decision, Cancel)
@@ -752,17 +766,26 @@ def _outcome_of(active: ActiveJob, task: asyncio.Task[Any]) -> Outcome:
     return Raised.from_exception(exc, retryable=retryable)
 
 
-def _end_unconcluded(active: ActiveJob) -> None:
+def _unconcluded_outcome(active: ActiveJob) -> str:
+    """How an attempt that ended with no outcome of the consumer's own ended: abandoned
+    (its abandonment owns the write), not started (its start mark lost the lease), or
+    interrupted (the worker stopped waiting for it)."""
+    if active.abandon_queued:
+        return attempt_span.ABANDONED
+    if active.task is None and not active.stop_waiting:
+        return attempt_span.NOT_STARTED
+    return attempt_span.INTERRUPTED
+
+
+def _end_unconcluded(active: ActiveJob, ended_as: str) -> None:
     """End the span of an attempt that ended with no outcome of the consumer's own."""
     assert active.span is not None
-    if active.abandon_queued:
-        attempt_span.end_unfinished(active.span, attempt_span.ABANDONED, error_type="Abandoned")
-    elif active.task is None and not active.stop_waiting:
-        attempt_span.end_unfinished(active.span, attempt_span.NOT_STARTED)
+    if ended_as == attempt_span.ABANDONED:
+        attempt_span.end_unfinished(active.span, ended_as, error_type="Abandoned")
+    elif ended_as == attempt_span.NOT_STARTED:
+        attempt_span.end_unfinished(active.span, ended_as)
     else:
-        attempt_span.end_unfinished(
-            active.span, attempt_span.INTERRUPTED, error_type=WORKER_SHUTDOWN
-        )
+        attempt_span.end_unfinished(active.span, ended_as, error_type=WORKER_SHUTDOWN)
 
 
 def _interrupted(active: ActiveJob) -> Interrupted:

@@ -81,6 +81,7 @@ async def run_heartbeat(state: WorkerState) -> None:
             continue
         failures += 1
         state.store_suspect = True
+        state.metrics.heartbeat_failed()
         took = clock.monotonic() - started
         events.emit(
             events.HEARTBEAT_FAILED,

@@ -11,7 +11,7 @@ worker stops::
                                   one wake-up publish when a job was re-pended
     sweep            every 30 s   fail_past_deadline, cleanup_stale_workers,
                                   expire_results, rate limiter sweep_expired
-    queue-depth      every 15 s   queue_depths() sample
+    queue-depth      every 15 s   queue_depths() sample → the queue gauges (metrics)
     stranded         every 60 s   stranded_actors() → warning (the first 5 s after election)
     prune            daily        TASKQ_PRUNE_SCHEDULE_UTC (or _CRON_EXPR)
     archive-expiry   daily        TASKQ_ARCHIVE_EXPIRY_SCHEDULE_UTC (or _CRON_EXPR)
@@ -158,6 +158,7 @@ async def _lead(state: WorkerState) -> None:
                 abandon=True,
             )
         state.is_leader = False
+        state.metrics.queue_depths_cleared()  # only the leader reports queue depths
         for name in loops:
             state.liveness.forget(name)
     if lost.is_set():
@@ -336,6 +337,7 @@ async def sweep(state: WorkerState) -> None:
 
 async def sample_queue_depth(state: WorkerState) -> None:
     depths = await state.store.queue_depths()
+    state.metrics.queue_depths_sampled(depths)
     by_queue: dict[str, dict[str, int]] = {}
     for depth in depths:
         by_queue.setdefault(depth.queue, {})[depth.status.value] = depth.count

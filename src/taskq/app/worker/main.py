@@ -179,6 +179,8 @@ async def _run(
         settings,
         registry,
         ports,
+        # One per worker; the health server's /metrics must be given this same registry.
+        metrics_registry=composition.worker_metrics_registry(),
         dependencies=dependencies,
         until_idle=until_idle,
         force_update_actor_config=force_update_actor_config,

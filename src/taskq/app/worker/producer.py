@@ -158,7 +158,9 @@ async def _claim(state: WorkerState, actors: list[str], limit: int) -> int | Non
         finally:
             if writes is not None:
                 writes.release()
-        state.claim_pace.claim_took(state.clock.monotonic() - started)
+        took = state.clock.monotonic() - started
+        state.claim_pace.claim_took(took)
+        state.metrics.claimed(took, len(jobs))
         if carried and writes is not None:
             not_held = set(lost)
             writes.settle(carried, [finish.lease in not_held for finish, _ in carried])

@@ -31,10 +31,13 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from typing import Any
 
+from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import TracerProvider
+from prometheus_client import CollectorRegistry
 
 from taskq.app.actors import registry_from
 from taskq.app.di import Dependencies
+from taskq.app.observability.metrics import WorkerMetrics, new_metrics_registry
 from taskq.app.observability.tracing import new_tracing
 from taskq.app.settings import WorkerSettings
 from taskq.app.worker import events, startup
@@ -45,6 +48,7 @@ from taskq.app.worker.hand_back import LEAVING_BUDGET, hand_back
 from taskq.app.worker.heartbeat import run_heartbeat
 from taskq.app.worker.leader import run_leader
 from taskq.app.worker.listener import run_listener
+from taskq.app.worker.metrics_view import StateView
 from taskq.app.worker.ports import WorkerPorts
 from taskq.app.worker.producer import run_producer
 from taskq.app.worker.protocols import ActorLike, ActorScopes, DependenciesLike
@@ -67,6 +71,8 @@ from taskq.domain.watchdog import CountSiblingCrash, RaiseSiblingReturned, Trip,
 
 #: Most writes one start-mark or completion round trip carries.
 MAX_WRITE_BATCH = 100
+#: Seconds a watchdog trip gives the OTel SDK to export the trip before ``os._exit``.
+TRIP_FLUSH_BUDGET = 1.0
 
 
 def new_worker_id() -> str:
@@ -85,7 +91,10 @@ class Worker:
     instead of ``os._exit(2)`` (for runs on a fake clock, where a "hang" is
     the test's doing). ``loop_lag`` starts the real-time loop-lag thread.
     ``tracer_provider``: where the attempts' CONSUMER spans go instead of the
-    global provider (``TASKQ_OTEL_ENABLED=false``: nowhere).
+    global provider (``TASKQ_OTEL_ENABLED=false``: nowhere); ``meter_provider``
+    likewise for the OTel instruments. ``metrics_registry``: the Prometheus
+    registry the worker's metrics are registered on (``/metrics`` renders it);
+    None: one of its own. Either way it is :attr:`metrics_registry`.
     """
 
     def __init__(
@@ -104,6 +113,8 @@ class Worker:
         loop_lag: bool = False,
         hard_exit: HardExitHook | None = None,
         tracer_provider: TracerProvider | None = None,
+        meter_provider: MeterProvider | None = None,
+        metrics_registry: CollectorRegistry | None = None,
     ) -> None:
         self.settings = settings
         #: The attempts' spans go to ``tracer_provider``, else the global one (no SDK: none).
@@ -115,7 +126,16 @@ class Worker:
             registry=dict(registry) if isinstance(registry, Mapping) else registry_from(registry),
             worker_id=worker_id or new_worker_id(),
             rng=rng or random.Random(),
+            metrics=WorkerMetrics(
+                metrics_registry if metrics_registry is not None else new_metrics_registry(),
+                otel_enabled=settings.otel_enabled,
+                group=settings.worker_group,
+                meter_provider=meter_provider,
+            ),
         )
+        self.metrics = self.state.metrics
+        self.metrics.watch(StateView(self.state))
+        self.metrics.prepare((name, ref.queue) for name, ref in self.state.registry.items())
         self.orchestrator = ShutdownOrchestrator(self.state, hard_exit=hard_exit or _hard_exit)
         self.state.request_shutdown = self.request_shutdown
         self.dependencies = dependencies
@@ -145,6 +165,11 @@ class Worker:
     @property
     def worker_id(self) -> str:
         return self.state.worker_id
+
+    @property
+    def metrics_registry(self) -> CollectorRegistry:
+        """The Prometheus registry this worker's metrics are on."""
+        return self.metrics.registry
 
     def request_shutdown(self, reason: str = "SIGTERM") -> None:
         """Start (or, called again, escalate) the graceful shutdown, as SIGTERM would."""
@@ -219,6 +244,9 @@ class Worker:
             await startup.deregister(self.state)
         if self.problem is None:
             self.problem = self.state.problem
+        began = self.state.shutdown_started_at
+        if began is not None:
+            self.metrics.shutdown_took(max(self.state.clock.monotonic() - began, 0.0))
         code = self.state.exit_code if self.state.exit_code is not None else int(ExitCode.OK)
         events.emit(events.WORKER_STOPPED, worker_id=self.worker_id, exit_code=code)
         return code
@@ -329,6 +357,7 @@ class Worker:
                     state.shutdown_event.set()
                 elif isinstance(action, CountSiblingCrash):
                     state.sibling_crashes[action.loop] += 1
+                    state.metrics.sibling_crashed(action.loop)
             events.emit(events.WORKER_SIBLING_CRASHED, logging.ERROR, exc_info=True, loop=name)
             state.set_exit_code(ExitCode.ERROR)
             raise
@@ -339,6 +368,8 @@ class Worker:
             if isinstance(action, SetShutdownEvent):
                 state.shutdown_event.set()
             elif isinstance(action, RaiseSiblingReturned):
+                if verdict.detector is not None:
+                    state.metrics.watchdog_tripped(verdict.detector.value)
                 events.emit(
                     events.WORKER_SIBLING_RETURNED,
                     logging.CRITICAL,
@@ -375,6 +406,7 @@ class Worker:
             await asyncio.gather(watchdog, return_exceptions=True)
 
     async def _on_trip(self, trip: Trip) -> None:
+        self.metrics.watchdog_tripped(trip.detector.value)
         report_trip(trip)  # first: the dump shows what was wedged
         budget = min(LEAVING_BUDGET, self.settings.heartbeat_command_timeout)
         if self.hard_trip:
@@ -386,6 +418,7 @@ class Worker:
         )
         if self.hard_trip:
             events.flush_logs()
+            self.metrics.flush(TRIP_FLUSH_BUDGET)  # os._exit skips the OTel SDK's own flush
             os._exit(trip.exit_code)
         self._tripped = trip
         if self._run_task is not None:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from taskq.app.observability.metrics import WorkerMetrics, new_metrics_registry
 from taskq.app.settings import WorkerSettings
 from taskq.app.worker.batching import GroupCommit
 from taskq.app.worker.claim_pace import ClaimPace
@@ -216,6 +217,9 @@ class WorkerState:
     #: Starts the graceful shutdown, as SIGTERM does (set by the runtime).
     request_shutdown: Callable[[str], None] | None = None
     sibling_crashes: Counter[str] = field(default_factory=Counter)
+    #: Where the siblings record metrics (the runtime's; this default records on a registry
+    #: of its own, without OpenTelemetry).
+    metrics: WorkerMetrics = field(default_factory=lambda: _unwatched_metrics())
     #: Writes start marks for jobs still running a moment after they started (the runtime's).
     start_marks: StartMarksLike | None = None
     #: The consumers' batched terminal writes; the producer sends them along with its claims.
@@ -303,3 +307,7 @@ class WorkerState:
             self.request_shutdown(problem)
         else:
             self.shutdown_event.set()
+
+
+def _unwatched_metrics() -> WorkerMetrics:
+    return WorkerMetrics(new_metrics_registry(), otel_enabled=False, group="default")

@@ -244,6 +244,9 @@ class LoopLagMonitor:
                 detector = detector.beat(self._last_beat)
             detector, verdict = detector.check(now)
             if isinstance(verdict, Trip):
+                self._state.metrics.watchdog_tripped(verdict.detector.value)
                 faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
                 report_trip(verdict, self._loop)
+                # os._exit skips the OTel SDK's flush at exit: bounded, the loop is stuck anyway.
+                self._state.metrics.flush(1.0)
                 os._exit(verdict.exit_code)

@@ -53,14 +53,14 @@ SELECT (SELECT count(*) FROM {schema}.jobs p
         WHERE r.status = 'running' AND r.queue = ANY (:queues::text[])) AS active
 
 -- name: queue_depths
--- One term per active status (each reads its partial index); the core sorts in Python order.
-SELECT p.queue, 'pending' AS status, count(*) AS count
-FROM {schema}.jobs p WHERE p.status = 'pending' GROUP BY p.queue
+-- One term per active status (each reads its partial index, never a terminal row); pending's holds queue and scheduled_at, so it can be read index-only; the core sorts in Python order.
+SELECT p.queue, 'pending' AS status, count(*) AS count, min(p.scheduled_at) AS oldest_due_at
+FROM {schema}.jobs p WHERE p.status = 'pending' AND p.queue IS NOT NULL GROUP BY p.queue
 UNION ALL
-SELECT s.queue, 'scheduled', count(*)
+SELECT s.queue, 'scheduled', count(*), min(s.scheduled_at)
 FROM {schema}.jobs s WHERE s.status = 'scheduled' GROUP BY s.queue
 UNION ALL
-SELECT r.queue, 'running', count(*)
+SELECT r.queue, 'running', count(*), min(r.scheduled_at)
 FROM {schema}.jobs r WHERE r.status = 'running' GROUP BY r.queue
 
 -- name: stranded_actors

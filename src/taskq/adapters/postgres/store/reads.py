@@ -39,7 +39,12 @@ class ReadOps(StoreCore):
         self._begin()
         rows = await self._driver.fetch("queue_depths")
         depths = [
-            QueueDepth(queue=row["queue"], status=JobStatus(row["status"]), count=row["count"])
+            QueueDepth(
+                queue=row["queue"],
+                status=JobStatus(row["status"]),
+                count=row["count"],
+                oldest_due_at=row["oldest_due_at"],
+            )
             for row in rows
         ]
         return sorted(depths, key=lambda d: (d.queue, d.status.value))

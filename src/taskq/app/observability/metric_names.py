@@ -1,0 +1,208 @@
+"""The worker's metrics: one catalogue, read by the Prometheus registry and the OTel meter.
+
+One naming rule for both: the Prometheus name is ``taskq_`` + the metric's
+name, the OpenTelemetry instrument's is ``taskq.worker.`` + the same name
+(the worker guide's ``taskq.worker.watchdog_trips_total`` is
+``taskq_watchdog_trips_total`` on ``/metrics``). Units are in the names,
+base units (seconds), ``_total`` on counters. Label values are bounded:
+actor, queue, outcome, detector, loop, status, reason; never a job id.
+
+docs/operations.md, "Metrics", says what each means and which alerts to build on them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final, Literal
+
+Kind = Literal["counter", "histogram", "gauge"]
+
+PROMETHEUS_PREFIX: Final = "taskq_"
+OTEL_PREFIX: Final = "taskq.worker."
+
+#: An attempt's duration: background jobs run from milliseconds to an hour.
+ATTEMPT_BUCKETS: Final = (
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0,
+    300.0, 600.0, 1800.0, 3600.0,
+)  # fmt: skip
+#: A claim's round trip: a millisecond on a healthy database, seconds when it struggles.
+CLAIM_BUCKETS: Final = (
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+)  # fmt: skip
+#: Jobs one claim returned: 0 is a poll that found nothing; at most 2 x max_concurrency.
+BATCH_BUCKETS: Final = (0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0)
+#: From the first shutdown signal to the worker's exit (default budget: 75 s).
+SHUTDOWN_BUCKETS: Final = (0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 75.0, 120.0, 300.0)
+
+
+@dataclass(frozen=True, slots=True)
+class Metric:
+    """One metric: its name (without prefix), kind, labels, unit and help text."""
+
+    name: str
+    kind: Kind
+    labels: tuple[str, ...]
+    help: str
+    unit: str = ""
+    buckets: tuple[float, ...] = ()
+
+    @property
+    def prometheus(self) -> str:
+        return PROMETHEUS_PREFIX + self.name
+
+    @property
+    def otel(self) -> str:
+        return OTEL_PREFIX + self.name
+
+
+ATTEMPTS: Final = Metric(
+    "attempts_total",
+    "counter",
+    ("actor", "queue", "outcome"),
+    "Attempts this worker ended, by outcome (succeeded, retried, snoozed, failed, cancelled, "
+    "interrupted, abandoned).",
+    "{attempt}",
+)
+ATTEMPT_DURATION: Final = Metric(
+    "attempt_duration_seconds",
+    "histogram",
+    ("actor",),
+    "How long attempts ran, from the consumer taking the job to its outcome.",
+    "s",
+    ATTEMPT_BUCKETS,
+)
+CLAIM_DURATION: Final = Metric(
+    "claim_duration_seconds",
+    "histogram",
+    (),
+    "Round-trip time of the producer's claims (with the terminal writes they carry).",
+    "s",
+    CLAIM_BUCKETS,
+)
+CLAIM_BATCH: Final = Metric(
+    "claim_batch_jobs",
+    "histogram",
+    (),
+    "Jobs each claim returned (0: the claim found nothing due).",
+    "{job}",
+    BATCH_BUCKETS,
+)
+HEARTBEAT_FAILURES: Final = Metric(
+    "heartbeat_failures_total",
+    "counter",
+    (),
+    "Heartbeats that failed (timed out, or the database refused or was unreachable).",
+    "{heartbeat}",
+)
+RATE_LIMIT_DENIALS: Final = Metric(
+    "rate_limit_denials_total",
+    "counter",
+    ("actor", "reason"),
+    "Jobs snoozed before running because a rate or concurrency limit denied them.",
+    "{job}",
+)
+WATCHDOG_TRIPS: Final = Metric(
+    "watchdog_trips_total",
+    "counter",
+    ("detector",),
+    "Watchdog trips (each ends the process with exit code 2).",
+    "{trip}",
+)
+SIBLING_CRASHES: Final = Metric(
+    "sibling_crashes_total",
+    "counter",
+    ("loop",),
+    "Worker loops that raised (each stops the worker with exit code 1).",
+    "{crash}",
+)
+SHUTDOWN_DURATION: Final = Metric(
+    "shutdown_duration_seconds",
+    "histogram",
+    (),
+    "From the first shutdown signal to the worker's stop.",
+    "s",
+    SHUTDOWN_BUCKETS,
+)
+LOCAL_QUEUE: Final = Metric(
+    "local_queue_jobs",
+    "gauge",
+    (),
+    "Jobs claimed by this worker and waiting in its local queue for a consumer.",
+    "{job}",
+)
+LOOP_TICK_AGE: Final = Metric(
+    "loop_tick_age_seconds",
+    "gauge",
+    ("loop",),
+    "Seconds since each interval-driven loop last ticked (the stale-loop detector's input).",
+    "s",
+)
+QUEUE_JOBS: Final = Metric(
+    "queue_jobs",
+    "gauge",
+    ("queue", "status"),
+    "Jobs per queue in each active status (pending, scheduled, running); reported by the "
+    "leader only, sampled every 15 s.",
+    "{job}",
+)
+QUEUE_OLDEST_PENDING_AGE: Final = Metric(
+    "queue_oldest_pending_age_seconds",
+    "gauge",
+    ("queue",),
+    "How long the longest-waiting due pending job of each queue has been due; reported by "
+    "the leader only.",
+    "s",
+)
+#: OpenTelemetry only: on /metrics the worker guide's taskq_active_jobs and taskq_is_leader
+#: (registered with the health server) say the same.
+ACTIVE_JOBS: Final = Metric(
+    "active_jobs", "gauge", (), "Jobs this worker's consumers hold now (in flight).", "{job}"
+)
+IS_LEADER: Final = Metric(
+    "is_leader", "gauge", (), "1 if this worker holds the maintenance leader lock.", "1"
+)
+
+#: What an ``outcome`` label can say (the attempt span's words).
+OUTCOMES: Final = (
+    "succeeded",
+    "retried",
+    "snoozed",
+    "failed",
+    "cancelled",
+    "interrupted",
+    "abandoned",
+)
+
+# OpenTelemetry attribute keys: the spans' where they say the same thing.
+GROUP_ATTRIBUTE: Final = "messaging.consumer.group.name"
+OTEL_LABELS: Final = {
+    "actor": "messaging.taskq.actor",
+    "queue": "messaging.destination.name",
+    "outcome": "messaging.taskq.job.outcome",
+    "detector": "taskq.watchdog.detector",
+    "loop": "taskq.worker.loop",
+    "status": "taskq.job.status",
+    "reason": "taskq.rate_limit.reason",
+}
+
+__all__ = [
+    "ACTIVE_JOBS",
+    "ATTEMPTS",
+    "ATTEMPT_DURATION",
+    "CLAIM_BATCH",
+    "CLAIM_DURATION",
+    "GROUP_ATTRIBUTE",
+    "HEARTBEAT_FAILURES",
+    "IS_LEADER",
+    "LOCAL_QUEUE",
+    "LOOP_TICK_AGE",
+    "OTEL_LABELS",
+    "OUTCOMES",
+    "QUEUE_JOBS",
+    "QUEUE_OLDEST_PENDING_AGE",
+    "RATE_LIMIT_DENIALS",
+    "SHUTDOWN_DURATION",
+    "SIBLING_CRASHES",
+    "WATCHDOG_TRIPS",
+    "Metric",
+]
