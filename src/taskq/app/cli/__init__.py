@@ -1,7 +1,10 @@
 """The ``taskq`` command line: one Typer app, one sub-app per command group.
 
 Each command group lives in its own module of this package and is added here;
-``python -m taskq.app.cli`` runs it (see ``__main__``).
+``python -m taskq.app.cli`` runs it (see ``__main__``). A group is imported
+only when it runs (or ``taskq --help`` lists it): ``taskq health``, an exec
+probe, must not pay for the database drivers and the worker runtime that
+``migrate`` and ``worker`` import.
 """
 
 from __future__ import annotations
@@ -9,16 +12,52 @@ from __future__ import annotations
 import importlib
 import sys
 from types import ModuleType
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import typer
+from typer.core import TyperGroup
 
-from taskq.app.cli.demo import demo_command
-from taskq.app.cli.migrate import migrate_app
-from taskq.app.cli.worker import worker_command
+#: Command name -> (module, attribute): a Typer sub-app, or a function for one command.
+_GROUPS: dict[str, tuple[str, str]] = {
+    "demo": ("taskq.app.cli.demo", "demo_command"),
+    "health": ("taskq.app.cli.health", "health_app"),
+    "migrate": ("taskq.app.cli.migrate", "migrate_app"),
+    "worker": ("taskq.app.cli.worker", "worker_command"),
+}
+
+
+def _taskq() -> None:
+    # The group's callback: a Typer app with one is a group even with no command of its own.
+    pass
+
+
+class _LazyGroup(TyperGroup):
+    """The top-level group: each command's module is imported when it is looked up."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return sorted(_GROUPS)
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        where = _GROUPS.get(cmd_name)
+        if where is None:
+            return None
+        found = getattr(importlib.import_module(where[0]), where[1])
+        # Built inside a group of its own, as add_typer/command would: the same options
+        # (no completion ones), the same help.
+        holder = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+        holder.callback()(_taskq)
+        if isinstance(found, typer.Typer):
+            holder.add_typer(found, name=cmd_name)
+        else:
+            holder.command(cmd_name)(found)
+        command = typer.main.get_group(holder).commands[cmd_name]
+        command.name = cmd_name
+        return command
+
 
 app = typer.Typer(
     name="taskq",
+    cls=_LazyGroup,
     help="TaskQ: Postgres-backed background jobs.",
     no_args_is_help=True,
     add_completion=False,
@@ -26,9 +65,9 @@ app = typer.Typer(
     # should show a plain traceback, not a pretty one that hides the frames.
     pretty_exceptions_enable=False,
 )
-app.command("demo")(demo_command)
-app.add_typer(migrate_app, name="migrate")
-app.command("worker")(worker_command)
+
+
+app.callback()(_taskq)
 
 
 def _click_exceptions() -> ModuleType:

@@ -32,6 +32,7 @@ from contextlib import AsyncExitStack
 from typing import Any
 
 from opentelemetry.trace import TracerProvider
+from prometheus_client import CollectorRegistry
 
 from taskq.app.actors import registry_from
 from taskq.app.di import Dependencies
@@ -42,6 +43,7 @@ from taskq.app.worker.batching import GroupCommit
 from taskq.app.worker.consumer import Completer, Dispatcher
 from taskq.app.worker.exit_codes import ExitCode
 from taskq.app.worker.hand_back import LEAVING_BUDGET, hand_back
+from taskq.app.worker.health import health_server
 from taskq.app.worker.heartbeat import run_heartbeat
 from taskq.app.worker.leader import run_leader
 from taskq.app.worker.listener import run_listener
@@ -85,7 +87,11 @@ class Worker:
     instead of ``os._exit(2)`` (for runs on a fake clock, where a "hang" is
     the test's doing). ``loop_lag`` starts the real-time loop-lag thread.
     ``tracer_provider``: where the attempts' CONSUMER spans go instead of the
-    global provider (``TASKQ_OTEL_ENABLED=false``: nowhere).
+    global provider (``TASKQ_OTEL_ENABLED=false``: nowhere). ``metrics_registry``:
+    where the worker's Prometheus collectors are registered and what the health
+    socket's ``/metrics`` serves (default: a registry of its own). ``serve_health``
+    serves the health socket as ``TASKQ_HEALTH_*`` say (``worker_main`` and
+    ``run_worker`` on the real clock do; a worker on a fake clock has no socket).
     """
 
     def __init__(
@@ -104,8 +110,14 @@ class Worker:
         loop_lag: bool = False,
         hard_exit: HardExitHook | None = None,
         tracer_provider: TracerProvider | None = None,
+        metrics_registry: CollectorRegistry | None = None,
+        serve_health: bool = False,
     ) -> None:
         self.settings = settings
+        #: What ``/metrics`` serves: the worker's collectors (and any the application adds).
+        self.metrics_registry = (
+            metrics_registry if metrics_registry is not None else CollectorRegistry()
+        )
         #: The attempts' spans go to ``tracer_provider``, else the global one (no SDK: none).
         self.tracing = new_tracing(settings.otel_enabled, tracer_provider)
         self.state = WorkerState(
@@ -130,6 +142,7 @@ class Worker:
         )
         self.hard_trip = hard_trip
         self.loop_lag = loop_lag
+        self.serve_health = serve_health
         #: Why the worker refused to start or stopped itself (printed by the CLI), else None.
         self.problem: str | None = None
         self._siblings: dict[str, asyncio.Task[None]] = {}
@@ -156,7 +169,33 @@ class Worker:
     # -- run -----------------------------------------------------------------------------
 
     async def run(self) -> int:
-        """Bootstrap, run until shut down, tear down; returns the process exit code."""
+        """Bootstrap, run until shut down, tear down; returns the process exit code.
+
+        The health server (``TASKQ_HEALTH_ENABLED``) serves from before the start-up
+        until the worker deregistered; a socket another live worker holds refuses the
+        start (exit 1).
+        """
+        server = health_server(
+            self.state,
+            self.metrics_registry,
+            phase=lambda: self.orchestrator.phase,
+            started=lambda: bool(self._siblings),
+        )
+        if server is None or not self.serve_health:
+            return await self._run()
+        try:
+            server.start()
+        except TaskQError as exc:
+            return self._refuse(exc)
+        events.emit(events.WORKER_HEALTH_SERVING, socket=server.path)
+        try:
+            return await self._run()
+        finally:
+            # Off the loop: closing waits for requests in flight, and /live's wait on
+            # this very loop would otherwise hold it for its budget.
+            await asyncio.to_thread(server.stop)
+
+    async def _run(self) -> int:
         self._run_task = asyncio.current_task()
         dependencies = self.dependencies if self.dependencies is not None else _no_dependencies()
         try:
