@@ -234,10 +234,10 @@ def _socket_mode(value: object) -> int:
         if not re.fullmatch(r"[0-7]{3,4}", text):
             raise ValueError(f"must be an octal file mode such as 0600 or 0660, got {value!r}")
         mode = int(text, 8)
-    if mode & 0o600 != 0o600 or mode & ~0o660:
-        raise ValueError(
-            f"must give the owner read and write and others nothing (0600 or 0660), got {value!r}"
-        )
+    if mode not in (0o600, 0o660):
+        # Connecting needs write permission: read-only bits would grant nothing, and a
+        # socket anyone can connect to would let any local user stop probes or read tasks.
+        raise ValueError(f"must be 0600 (the worker's user) or 0660 (its group too), got {value!r}")
     return mode
 
 
@@ -578,7 +578,7 @@ class WorkerSettings(TaskQSettings):
     health_pg_ping_timeout: PositiveSeconds = 0.2
     health_tasks_enabled: bool = False
     # Octal, as chmod reads it: 0600 (the worker's user) or 0660 (its group too, for a
-    # sidecar); read and write for the owner, nothing for others.
+    # sidecar); nothing else.
     health_socket_mode: Annotated[int, BeforeValidator(_socket_mode)] = 0o600
 
     # -- notify ---------------------------------------------------------------------------

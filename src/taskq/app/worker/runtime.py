@@ -180,8 +180,9 @@ class Worker:
             self.metrics_registry,
             phase=lambda: self.orchestrator.phase,
             started=lambda: bool(self._siblings),
+            serve=self.serve_health,
         )
-        if server is None or not self.serve_health:
+        if server is None:
             return await self._run()
         try:
             server.start()
