@@ -30,7 +30,7 @@ from tests.integration.worker.support import (
 from tests.unit.app.observability.health_fakes import short_dir
 
 from taskq import JobsClient
-from taskq.app.cli.health import get
+from taskq.app.cli.health_probe import get
 
 pytestmark = pytest.mark.integration
 

@@ -18,7 +18,7 @@ import concurrent.futures
 import contextlib
 import json
 import threading
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -158,11 +158,11 @@ class HealthServer:
 
     async def _ping(self) -> PingResult:
         timeout = self._config.pg_ping_timeout
+        ping = _bounded(self._health.ping, timeout)
         try:
-            running = asyncio.run_coroutine_threadsafe(
-                _bounded(self._health.ping(), timeout), self._health.loop
-            )
+            running = asyncio.run_coroutine_threadsafe(ping, self._health.loop)
         except RuntimeError:
+            ping.close()
             return PingResult("failed", "the worker's event loop is closed")
         try:
             # The worker's side bounds the ping too; this bounds a loop that never runs it.
@@ -183,7 +183,11 @@ class HealthServer:
     async def _tasks(self, request: web.Request) -> web.Response:
         # Read from this thread, as the loop-lag watchdog does: it answers while the
         # worker's loop is wedged, which is when a dump is wanted most.
-        return _json(200, {"tasks": self._health.task_dump()})
+        try:
+            tasks = self._health.task_dump()
+        except Exception as exc:  # the loop changed under the walk: rare, and worth a retry
+            return _json(503, {"error": f"{type(exc).__name__}: {exc}; ask again"})
+        return _json(200, {"tasks": tasks})
 
 
 def _set_done(future: concurrent.futures.Future[None]) -> None:
@@ -191,10 +195,10 @@ def _set_done(future: concurrent.futures.Future[None]) -> None:
         future.set_result(None)
 
 
-async def _bounded(ping: Coroutine[Any, Any, None], seconds: float) -> None:
+async def _bounded(ping: Callable[[], Coroutine[Any, Any, None]], seconds: float) -> None:
     # Runs on the worker's loop: the ping gives its pool connection back in time.
     async with asyncio.timeout(seconds):
-        await ping
+        await ping()
 
 
 def _json(status: int, body: dict[str, object]) -> web.Response:

@@ -15,8 +15,8 @@ import pytest
 from prometheus_client import CollectorRegistry
 from tests.unit.app.observability.health_fakes import DRAINING, FakeHealth, short_dir
 
-from taskq.app.cli import health as health_command
-from taskq.app.cli.health import DEFAULT_SOCKET_PATH, ask, default_socket_path
+from taskq.app.cli import health_probe
+from taskq.app.cli.health_probe import DEFAULT_SOCKET_PATH, ask, default_socket_path, probe_command
 from taskq.app.observability.health_server import HealthConfig, HealthServer
 from taskq.app.settings import WorkerSettings
 
@@ -102,7 +102,7 @@ def test_a_worker_that_never_answers_exits_2_within_the_budget(
     socket_dir: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Connected (the backlog accepts) but no answer: given up after the budget."""
-    monkeypatch.setattr(health_command, "ANSWER_BUDGET", 0.3)
+    monkeypatch.setattr(health_probe, "ANSWER_BUDGET", 0.3)
     path = os.path.join(socket_dir, "mute.sock")
     mute = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     mute.bind(path)
@@ -160,8 +160,8 @@ def test_default_socket_is_the_one_the_worker_binds(
 
 
 def test_the_probe_loads_neither_settings_nor_worker_nor_drivers(socket_dir: str) -> None:
-    """``taskq health`` imports no database driver, no worker runtime, no settings model
-    and no server: an exec probe pays only for what it uses."""
+    """``taskq health`` imports no database driver, no worker runtime, no settings model,
+    no server and not even Typer: an exec probe pays only for what it uses."""
     probe = (
         "import json, sys\n"
         "from taskq.app.cli import main\n"
@@ -170,7 +170,8 @@ def test_the_probe_loads_neither_settings_nor_worker_nor_drivers(socket_dir: str
         "except SystemExit as exc:\n"
         "    code = exc.code\n"
         "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('asyncpg', 'psycopg', "
-        "'redis', 'pydantic_settings', 'aiohttp', 'prometheus_client', 'opentelemetry') or "
+        "'redis', 'pydantic', 'pydantic_settings', 'aiohttp', 'prometheus_client', "
+        "'opentelemetry', 'typer', 'click') or "
         "m.startswith(('taskq.app.worker', 'taskq.app.settings', 'taskq.app.actors', "
         "'taskq.adapters', 'taskq.app.composition')))\n"
         "print(json.dumps([code, heavy]))\n"
@@ -179,3 +180,56 @@ def test_the_probe_loads_neither_settings_nor_worker_nor_drivers(socket_dir: str
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=False
     )
     assert json.loads(done.stdout.splitlines()[-1]) == [2, []], done.stderr
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["live"], ("/live", None)),
+        (["ready", "--socket", "/run/w.sock"], ("/ready", "/run/w.sock")),
+        (["metrics", "--socket=/run/w.sock"], ("/metrics", "/run/w.sock")),
+        (["tasks"], ("/tasks", None)),
+        (["--help"], None),
+        (["live", "--help"], None),
+        (["lve"], None),
+        (["live", "--socket"], None),
+        (["live", "--socket", "--help"], None),
+        (["live", "--socket="], None),
+        (["live", "--socket", "a", "b"], None),
+        ([], None),
+    ],
+)
+def test_only_the_exact_probe_forms_skip_typer(
+    monkeypatch: pytest.MonkeyPatch, argv: list[str], expected: tuple[str, str | None] | None
+) -> None:
+    asked: list[tuple[str, str | None]] = []
+
+    def fake_ask(path: str, socket_path: str | None) -> int:
+        asked.append((path, socket_path))
+        return 0
+
+    monkeypatch.setattr(health_probe, "ask", fake_ask)
+    code = probe_command(argv)
+    assert (asked[0] if asked else None) == expected
+    assert code == (0 if expected is not None else None)
+
+
+def test_typer_and_the_fast_path_answer_alike(
+    socket_dir: str, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Help and the sub-commands through Typer, the exact forms without: same answer."""
+    from taskq.app.cli import main
+    from taskq.app.cli.root import run
+
+    path = os.path.join(socket_dir, "none.sock")
+    answers = []
+    for entry in (main, run):
+        with pytest.raises(SystemExit) as exited:
+            entry(["health", "live", "--socket", path])
+        answers.append((exited.value.code, capfd.readouterr()))
+    assert answers[0] == answers[1]
+    assert answers[0][0] == 2
+    with pytest.raises(SystemExit) as exited:
+        main(["health", "live", "--help"])
+    assert exited.value.code == 0
+    assert "--socket" in capfd.readouterr().out

@@ -20,7 +20,7 @@ from tests.unit.app.observability.health_fakes import (
     short_dir,
 )
 
-from taskq.app.cli.health import _UnixConnection, get
+from taskq.app.cli.health_probe import _UnixConnection, get
 from taskq.app.observability.gauges import register_worker_gauges
 from taskq.app.observability.health_server import HealthConfig, HealthServer
 from taskq.app.observability.health_socket import SocketBusy
@@ -338,3 +338,21 @@ def _raw_headers(socket_path: str, path: str) -> str:
         return "\n".join(f"{k.lower()}: {v}" for k, v in response.getheaders())
     finally:
         connection.close()
+
+
+def test_a_closed_worker_loop_is_unresponsive_and_not_ready(socket_dir: str) -> None:
+    """The worker's loop already closed (the worker is leaving): nothing to post to."""
+    closed = asyncio.new_event_loop()
+    closed.close()
+    health = HealthServer(FakeHealth(closed), CollectorRegistry(), _config(socket_dir))
+    health.start()
+    try:
+        status, body = get(health.path, "/live")
+        assert (status, json.loads(body)) == (503, {"status": "unresponsive"})
+        status, body = get(health.path, "/ready")
+        assert status == 503
+        ready = json.loads(body)
+        assert ready["reasons"] == ["pg_ping_failed"]
+        assert ready["pg_ping_error"] == "the worker's event loop is closed"
+    finally:
+        health.stop()
