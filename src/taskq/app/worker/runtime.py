@@ -186,8 +186,9 @@ class Worker:
             return await self._run()
         try:
             server.start()
-        except TaskQError as exc:
-            return self._refuse(exc)
+        except Exception as exc:  # the socket is taken or unusable (TaskQError), or a bug
+            what = "" if isinstance(exc, TaskQError) else "the health server could not start: "
+            return self._refuse(exc, what=what)
         events.emit(events.WORKER_HEALTH_SERVING, socket=server.path)
         try:
             return await self._run()
