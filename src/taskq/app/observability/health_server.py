@@ -18,6 +18,7 @@ import concurrent.futures
 import contextlib
 import json
 import threading
+import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Final
@@ -68,6 +69,9 @@ class HealthServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._stop: asyncio.Event | None = None  # the server loop's; set through the loop
+        #: The readiness ping in flight (a future of the server's loop), and when it began.
+        self._pinging: asyncio.Future[None] | None = None
+        self._ping_started = 0.0
 
     def __repr__(self) -> str:
         return f"<HealthServer {self._config.socket_path} {'on' if self._thread else 'off'}>"
@@ -138,6 +142,8 @@ class HealthServer:
             await self._stop.wait()
         finally:
             await runner.cleanup()
+            if self._pinging is not None:
+                self._pinging.cancel()  # before this loop closes under its callbacks
 
     # -- handlers ------------------------------------------------------------------------
 
@@ -157,22 +163,40 @@ class HealthServer:
         return _json(status, body)
 
     async def _ping(self) -> PingResult:
+        """One ``SELECT 1`` at a time, never cancelled for being slow.
+
+        A ``/ready`` starts a ping unless one is in flight, and waits for it until
+        the ping timeout counted from when that ping started; a ping still running
+        then is a ``timeout`` and is left to finish (cancelling a query can cost the
+        pool its connection). However often ``/ready`` is asked, the worker's pool
+        carries at most one ping; one that runs past :func:`_give_up_after` is
+        cancelled on the worker's side after all.
+        """
         timeout = self._config.pg_ping_timeout
-        ping = _bounded(self._health.ping, timeout)
-        try:
-            running = asyncio.run_coroutine_threadsafe(ping, self._health.loop)
-        except RuntimeError:
-            ping.close()
-            return PingResult("failed", "the worker's event loop is closed")
-        try:
-            # The worker's side bounds the ping too; this bounds a loop that never runs it.
-            await asyncio.wait_for(asyncio.wrap_future(running), timeout + 0.05)
-        except TimeoutError:
-            running.cancel()
+        now = time.monotonic()
+        running = self._pinging
+        if running is None or running.done():
+            ping = _bounded(self._health.ping, _give_up_after(timeout))
+            try:
+                posted = asyncio.run_coroutine_threadsafe(ping, self._health.loop)
+            except RuntimeError:
+                ping.close()
+                return PingResult("failed", "the worker's event loop is closed")
+            running = self._pinging = asyncio.wrap_future(posted)
+            running.add_done_callback(_retrieve)
+            self._ping_started = now
+        left = self._ping_started + timeout - now
+        if left > 0:
+            with contextlib.suppress(Exception):  # how it ended is read below
+                await asyncio.wait_for(asyncio.shield(running), left)
+        if not running.done():
             return PingResult("timeout", f"no answer within {timeout:g}s")
-        except Exception as exc:
-            return PingResult("failed", f"{type(exc).__name__}: {exc}")
-        return PingResult("ok")
+        error = running.exception() if not running.cancelled() else asyncio.CancelledError()
+        if error is None:
+            return PingResult("ok")
+        if isinstance(error, TimeoutError):
+            return PingResult("timeout", f"no answer within {_give_up_after(timeout):g}s")
+        return PingResult("failed", f"{type(error).__name__}: {error}")
 
     async def _metrics(self, request: web.Request) -> web.Response:
         body = generate_latest(self._registry)
@@ -190,13 +214,24 @@ class HealthServer:
         return _json(200, {"tasks": tasks})
 
 
+def _give_up_after(timeout: float) -> float:
+    """How long a ping may run on the worker's loop before it is cancelled there."""
+    return max(5.0, 10 * timeout)
+
+
+def _retrieve(future: asyncio.Future[None]) -> None:
+    # A ping that failed after every /ready stopped waiting: read, so nothing logs it.
+    if not future.cancelled():
+        future.exception()
+
+
 def _set_done(future: concurrent.futures.Future[None]) -> None:
     if not future.done():
         future.set_result(None)
 
 
 async def _bounded(ping: Callable[[], Coroutine[Any, Any, None]], seconds: float) -> None:
-    # Runs on the worker's loop: the ping gives its pool connection back in time.
+    # Runs on the worker's loop: a ping that never answers gives its connection back.
     async with asyncio.timeout(seconds):
         await ping()
 

@@ -48,6 +48,7 @@ class FakeHealth:
         self.pings = 0
         self.ping_cancelled = False
         self.dumps = 0
+        self._gate: asyncio.Event | None = None
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -61,11 +62,17 @@ class FakeHealth:
         if self.ping_behaviour == "fail":
             raise ConnectionResetError("the server closed the connection")
         if self.ping_behaviour == "hang":
+            self._gate = asyncio.Event()
             try:
-                await asyncio.Event().wait()
+                await self._gate.wait()
             except asyncio.CancelledError:
                 self.ping_cancelled = True
                 raise
+
+    def release(self) -> None:
+        """Let a hanging ping answer (call on the worker's loop)."""
+        if self._gate is not None:
+            self._gate.set()
 
     def task_dump(self) -> list[dict[str, object]]:
         self.dumps += 1

@@ -21,6 +21,7 @@ from tests.unit.app.observability.health_fakes import (
 )
 
 from taskq.app.cli.health_probe import _UnixConnection, get
+from taskq.app.observability import health_server
 from taskq.app.observability.gauges import register_worker_gauges
 from taskq.app.observability.health_server import HealthConfig, HealthServer
 from taskq.app.observability.health_socket import SocketBusy
@@ -179,21 +180,51 @@ async def test_ready_is_503_when_the_ping_fails_and_says_how(
     assert "ConnectionResetError" in str(body["pg_ping_error"])
 
 
-async def test_ready_is_503_when_the_ping_misses_its_timeout_and_the_ping_is_cancelled(
+async def test_a_slow_ping_is_a_timeout_left_to_finish_and_never_doubled(
     server: HealthServer, worker: FakeHealth
 ) -> None:
-    """A ping that never answers costs at most the ping timeout, and is cancelled on the
-    worker's loop (it must not hold a pool connection)."""
+    """A ping that misses its timeout is a 503 after the timeout, but is not cancelled
+    (that can cost the pool its connection), and later /ready requests join it rather
+    than start more: the worker's pool carries one ping at most."""
     worker.ping_behaviour = "hang"
-    status, body = await _get_json(server, "/ready")
-    assert status == 503
-    assert body["reasons"] == ["pg_ping_timeout"]
-    assert body["pg_ping_error"] == "no answer within 0.2s"
-    for _ in range(100):  # the cancellation is delivered on this loop
+    for _ in range(3):
+        status, body = await _get_json(server, "/ready")
+        assert (status, body["reasons"]) == (503, ["pg_ping_timeout"])
+        assert body["pg_ping"] == "timeout"
+        assert body["pg_ping_error"] == "no answer within 0.2s"
+    assert worker.pings == 1
+    assert not worker.ping_cancelled
+    worker.ping_behaviour = "ok"
+    worker.release()  # it answers at last; the next /ready asks again
+    answers = []
+    for _ in range(50):
+        answers.append((await _get(server, "/ready"))[0])
+        if answers[-1] == 200:
+            break
+    assert answers[-1] == 200, answers
+    assert worker.pings == 2
+    assert not worker.ping_cancelled
+
+
+async def test_a_ping_past_its_give_up_is_cancelled_and_the_next_one_starts(
+    server: HealthServer, worker: FakeHealth, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(health_server, "_give_up_after", lambda timeout: 0.3)
+    worker.ping_behaviour = "hang"
+    assert (await _get(server, "/ready"))[0] == 503
+    for _ in range(200):  # cancelled on this loop once 0.3 s passed
         if worker.ping_cancelled:
             break
         await asyncio.sleep(0.01)
     assert worker.ping_cancelled
+    worker.ping_behaviour = "ok"
+    answers = []
+    for _ in range(50):
+        answers.append((await _get(server, "/ready"))[0])
+        if answers[-1] == 200:
+            break
+    assert answers[-1] == 200, answers
+    assert worker.pings == 2
 
 
 async def test_every_cause_is_listed_at_once(server: HealthServer, worker: FakeHealth) -> None:
