@@ -54,17 +54,23 @@ def probe_command(argv: Sequence[str]) -> int | None:
 
 def ask(path: str, socket_path: str | None) -> int:
     """GET ``path`` from the worker; print the body and one line; return the exit code."""
-    where = socket_path if socket_path is not None else default_socket_path()
+    name = path[1:]
+    try:
+        where = socket_path if socket_path is not None else default_socket_path()
+    except Exception as exc:  # an unreadable .env: still one line, not a traceback
+        _say(f"taskq: health {name}: cannot read {SOCKET_VARIABLE} from .env: {_why(exc)}")
+        return NO_ANSWER
     try:
         status, body = get(where, path, budget=ANSWER_BUDGET)
-    except (OSError, http.client.HTTPException) as exc:
-        _say(f"taskq: health {path[1:]}: no worker answers on {where}: {_why(exc)}")
+    except (OSError, http.client.HTTPException, ValueError) as exc:
+        # ValueError: a path the socket module refuses (a NUL byte in it, say).
+        _say(f"taskq: health {name}: no worker answers on {where!s}: {_why(exc)}")
         return NO_ANSWER
     sys.stdout.write(body if body.endswith("\n") or not body else body + "\n")
     sys.stdout.flush()
     healthy = 200 <= status < 300
     verdict = "healthy" if healthy else "unhealthy"
-    _say(f"taskq: health {path[1:]}: {verdict} (HTTP {status})")
+    _say(f"taskq: health {name}: {verdict} (HTTP {status})")
     return HEALTHY if healthy else UNHEALTHY
 
 

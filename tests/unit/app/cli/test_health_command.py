@@ -233,3 +233,22 @@ def test_typer_and_the_fast_path_answer_alike(
         main(["health", "live", "--help"])
     assert exited.value.code == 0
     assert "--socket" in capfd.readouterr().out
+
+
+def test_an_unreadable_env_file_is_one_line_and_exit_2(
+    clean_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (clean_env / ".env").write_bytes(b"TASKQ_HEALTH_SOCKET_PATH=/run/\xff.sock\n")
+    assert ask("/live", None) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("taskq: health live: cannot read TASKQ_HEALTH_SOCKET_PATH from .env: ")
+    assert err.count("\n") == 1
+
+
+def test_a_socket_path_the_kernel_refuses_is_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert ask("/live", "/tmp/nul\x00byte.sock") == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    assert ask("/live", "/tmp/" + "x" * 200 + ".sock") == 2  # too long for AF_UNIX
+    assert "no worker answers" in capsys.readouterr().err
