@@ -387,3 +387,16 @@ def test_a_closed_worker_loop_is_unresponsive_and_not_ready(socket_dir: str) -> 
         assert ready["pg_ping_error"] == "the worker's event loop is closed"
     finally:
         health.stop()
+
+
+def test_a_path_that_cannot_be_bound_names_the_variable(
+    idle_worker: FakeHealth, socket_dir: str
+) -> None:
+    missing = os.path.join(socket_dir, "no", "such", "dir", "h.sock")
+    config = HealthConfig(socket_path=missing, pg_ping_timeout=0.2)
+    with pytest.raises(ConfigurationError) as refused:
+        HealthServer(idle_worker, CollectorRegistry(), config).start()
+    assert str(refused.value) == (
+        f"TASKQ_HEALTH_SOCKET_PATH={missing!r}: cannot serve the health socket there "
+        "(No such file or directory); set a writable path or TASKQ_HEALTH_ENABLED=false"
+    )
