@@ -226,6 +226,21 @@ def _hhmm(value: str) -> str:
     return f"{hour:02d}:{minute:02d}"
 
 
+def _socket_mode(value: object) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        mode = value  # already a mode (load_from_dict, with_overrides)
+    else:
+        text = str(value).strip().lower().removeprefix("0o")
+        if not re.fullmatch(r"[0-7]{3,4}", text):
+            raise ValueError(f"must be an octal file mode such as 0600 or 0660, got {value!r}")
+        mode = int(text, 8)
+    if mode not in (0o600, 0o660):
+        # Connecting needs write permission: read-only bits would grant nothing, and a
+        # socket anyone can connect to would let any local user stop probes or read tasks.
+        raise ValueError(f"must be 0600 (the worker's user) or 0660 (its group too), got {value!r}")
+    return mode
+
+
 _CRON_FIELD = re.compile(r"[0-9A-Za-z*/,?#-]+")
 
 
@@ -469,10 +484,6 @@ class TaskQSettings(BaseSettings):
 #: Validated and documented, but no code acts on them yet (see docs/settings.md).
 #: ``pg_dsn_pooled`` is checked apart: its default follows ``pg_dsn``.
 INERT_SETTINGS: Final = (
-    "health_enabled",
-    "health_socket_path",
-    "health_pg_ping_timeout",
-    "health_tasks_enabled",
     "dispatch_oversample",
     "dispatch_scope_by_home_queue",
     "admin_host",
@@ -566,6 +577,9 @@ class WorkerSettings(TaskQSettings):
     health_socket_path: Annotated[str, Field(min_length=1)] = "/tmp/taskq_health.sock"
     health_pg_ping_timeout: PositiveSeconds = 0.2
     health_tasks_enabled: bool = False
+    # Octal, as chmod reads it: 0600 (the worker's user) or 0660 (its group too, for a
+    # sidecar); nothing else.
+    health_socket_mode: Annotated[int, BeforeValidator(_socket_mode)] = 0o600
 
     # -- notify ---------------------------------------------------------------------------
     notify_enabled: bool = True

@@ -91,6 +91,7 @@ TABLE_DEFAULTS: dict[str, Any] = {
     "health_socket_path": "/tmp/taskq_health.sock",
     "health_pg_ping_timeout": 0.2,
     "health_tasks_enabled": False,
+    "health_socket_mode": 0o600,
     "notify_enabled": True,
     "notify_poll_interval": 5.0,
     "notify_health_check_interval": 5.0,
@@ -168,6 +169,7 @@ ENV_CASES: dict[str, tuple[str, Any]] = {
     "health_socket_path": ("/run/taskq.sock", "/run/taskq.sock"),
     "health_pg_ping_timeout": ("0.5", 0.5),
     "health_tasks_enabled": ("true", True),
+    "health_socket_mode": ("0660", 0o660),
     "notify_enabled": ("false", False),
     "notify_poll_interval": ("10", 10.0),
     "notify_health_check_interval": ("2", 2.0),
@@ -839,8 +841,13 @@ def test_inert_settings_names_only_those_set_to_something_else() -> None:
     assert (
         WS.load_from_dict({"health_enabled": True, "dispatch_oversample": 2}).inert_settings() == []
     )
-    # Turning off what is not there yet asks for nothing: no warning.
-    assert WS.load_from_dict({"health_enabled": False}).inert_settings() == []
+    # The health socket is built: turning it off or moving it is acted on, never named.
+    assert (
+        WS.load_from_dict(
+            {"health_enabled": False, "health_socket_path": "/run/w.sock"}
+        ).inert_settings()
+        == []
+    )
     changed = WS.load_from_dict(
         {
             # Acted on (the spans): never named.

@@ -51,6 +51,7 @@ WORKER_ISOLATED: Final = "worker-isolated"
 WORKER_JOBS_HANDED_BACK: Final = "worker-jobs-handed-back"
 WORKER_CLEANUP_FAILED: Final = "worker-cleanup-failed"
 WORKER_EXIT_FORCED: Final = "worker-exit-forced"
+WORKER_HEALTH_SERVING: Final = "worker-health-serving"
 
 JOB_STARTED: Final = "job-started"
 JOB_FINISHED: Final = "job-finished"

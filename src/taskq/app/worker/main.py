@@ -123,7 +123,8 @@ async def run_worker(
     routes SIGTERM/SIGINT to the worker's graceful shutdown while it runs
     (only possible on the main thread; skipped elsewhere). With an injected
     ``clock`` (a fake one in tests) a watchdog trip makes this return 2
-    instead of ending the process, and the real-time loop-lag thread is off.
+    instead of ending the process, and the real-time loop-lag thread and the
+    health socket are off.
     """
     code, _ = await _run(
         settings,
@@ -186,6 +187,7 @@ async def _run(
         force_update_actor_config=force_update_actor_config,
         hard_trip=own_clock,
         loop_lag=own_clock,
+        serve_health=own_clock,
     )
     remove_handlers = install_signal_handlers(worker.orchestrator) if handle_signals else None
     try:
