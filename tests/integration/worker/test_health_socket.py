@@ -19,7 +19,9 @@ from dataclasses import dataclass
 
 import asyncpg
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from tests.integration.worker.actors_fixture import Nap, nap
+from tests.integration.worker.metered_actors_fixture import counted, refused
 from tests.integration.worker.support import (
     Database,
     WorkerProcess,
@@ -33,6 +35,11 @@ from taskq import JobsClient
 from taskq.app.cli.health_probe import get
 
 pytestmark = pytest.mark.integration
+
+#: The actors the metrics test runs (no SDK: the file variable is not set).
+METERED = "tests.integration.worker.metered_actors_fixture:registry"
+#: The labels a series may carry: each has a bounded set of values.
+BOUNDED_LABELS = {"actor", "queue", "outcome", "status", "detector", "loop", "reason", "le"}
 
 GAUGE_HELP = (
     "# HELP taskq_active_jobs Currently in-flight jobs on this worker.",
@@ -262,3 +269,49 @@ async def test_a_second_live_worker_on_the_same_socket_refuses_to_start(
     assert await conn.fetchval(f"SELECT count(*) FROM {db.schema}.workers") == 1
     first.send(signal.SIGTERM)
     assert await first.wait(within=30) == 0, first.output_tail()
+
+
+async def test_metrics_on_the_socket_count_what_the_worker_ran(
+    db: Database, workers: WorkerSpawner, socket_path: str
+) -> None:
+    """Three jobs succeed and one fails on a worker serving its socket: /metrics, parsed as
+    Prometheus text, counts each attempt by actor, queue and outcome, times four attempts,
+    and names no job id in any label."""
+    async with JobsClient.connect(settings=db.settings()) as client:
+        for n in range(3):
+            await client.enqueue(counted, {"n": n})
+        await client.enqueue(refused, {"n": 9})
+    worker = workers.start(health_env(db, socket_path), registry=METERED)
+    await serving(worker, socket_path)
+
+    async def four_counted() -> dict[tuple[str, str, str], float] | None:
+        answer = await health("metrics", socket_path)
+        assert answer.code == 0, answer
+        counts = {
+            (s.labels["actor"], s.labels["queue"], s.labels["outcome"]): s.value
+            for family in text_string_to_metric_families(answer.out)
+            if family.name == "taskq_attempts"
+            for s in family.samples
+            if s.name == "taskq_attempts_total" and s.value  # every outcome starts at 0
+        }
+        return counts if sum(counts.values()) == 4 else None
+
+    counts = await eventually(
+        four_counted, within=60, what="four attempts on /metrics", context=worker.output_tail
+    )
+    assert counts == {("counted", "default", "succeeded"): 3, ("refused", "default", "failed"): 1}
+    text = (await health("metrics", socket_path)).out
+    durations = {
+        s.labels["actor"]: s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+        if s.name == "taskq_attempt_duration_seconds_count" and s.value
+    }
+    assert durations == {"counted": 3.0, "refused": 1.0}
+    label_names = {
+        name
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+        for name in s.labels
+    }
+    assert label_names <= BOUNDED_LABELS, label_names - BOUNDED_LABELS  # never a job id
