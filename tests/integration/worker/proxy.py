@@ -3,15 +3,38 @@
 ``blackhole()`` is a silent partition: every byte is held, nothing is closed,
 new connections are accepted and never answered. ``refuse()`` is an outage:
 every connection is cut and new ones are refused (the port stops listening).
+
+``vanish()`` is a silent partition the server cannot see either. Under
+``blackhole()`` the proxy's own sockets still answer the server's TCP
+keepalive probes (the kernel does, whatever the proxy forwards), so the server
+would believe its peer alive for ever. ``vanish()`` also closes every upstream
+socket without a FIN or a reset (``TCP_REPAIR``, which needs CAP_NET_ADMIN:
+see :func:`can_vanish`): the server learns its peer is gone only if it sends
+something, as on a real partition (where its probes go unanswered, here they
+draw a reset).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from urllib.parse import urlsplit, urlunsplit
+
+#: linux/tcp.h: a socket in repair mode closes without telling its peer.
+TCP_REPAIR = 19
+
+
+def can_vanish() -> bool:
+    """Whether this process may put a socket in repair mode (``vanish()`` needs it)."""
+    with socket.socket() as probe:
+        try:
+            probe.setsockopt(socket.IPPROTO_TCP, TCP_REPAIR, 1)
+        except OSError:
+            return False
+    return True
 
 
 class FaultyProxy:
@@ -20,6 +43,7 @@ class FaultyProxy:
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._writers: set[asyncio.StreamWriter] = set()
+        self._upstreams: set[asyncio.StreamWriter] = set()
         self._held = asyncio.Event()
         self.port = 0
 
@@ -36,6 +60,18 @@ class FaultyProxy:
 
     def blackhole(self) -> None:
         self._held.set()
+
+    def vanish(self) -> None:
+        self.blackhole()
+        for up in self._upstreams:
+            if not up.transport.is_closing():  # a session that ended before the cut
+                up.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, TCP_REPAIR, 1)
+                up.transport.abort()
+
+    @property
+    def upstream_ports(self) -> list[int]:
+        """The local ports of the proxy's connections to the server (its ``client_port``s)."""
+        return [int(up.get_extra_info("sockname")[1]) for up in self._upstreams]
 
     def refuse(self) -> None:
         if self._server is not None:
@@ -66,6 +102,7 @@ class FaultyProxy:
                 await asyncio.Event().wait()  # accepted, never answered
             up_reader, up_writer = await asyncio.open_connection(*self._upstream)
             self._writers.add(up_writer)
+            self._upstreams.add(up_writer)
             await asyncio.gather(self._pipe(reader, up_writer), self._pipe(up_reader, writer))
         except (OSError, asyncio.CancelledError):
             pass
@@ -84,6 +121,9 @@ class FaultyProxy:
         except OSError:
             pass
         finally:
+            task = asyncio.current_task()
+            if self._held.is_set() and task is not None and not task.cancelling():
+                await asyncio.Event().wait()  # partitioned: the other side hears nothing
             with contextlib.suppress(Exception):
                 writer.transport.abort()
 
