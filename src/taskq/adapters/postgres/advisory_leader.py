@@ -178,7 +178,15 @@ class AdvisoryLeaderLock(DedicatedConnection[C]):
             return conn, False
         if conn is not None:
             await self._forget(conn)
-        conn = await self._open()
+        try:
+            # Bounded like a query: a server that accepts and never answers (a silent
+            # partition) would hold the connect for the driver's own timeout (asyncpg: 60 s).
+            async with asyncio.timeout(self._timeout):
+                conn = await self._open()
+        except TimeoutError as exc:
+            raise StoreUnavailable(
+                f"leader lock connection not opened within {self._timeout:g}s"
+            ) from exc
         self._conn, self._conn_owned = conn, True
         return conn, True
 

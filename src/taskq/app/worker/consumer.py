@@ -71,7 +71,7 @@ from taskq.app.worker.start_gate import StartGate, needs_gate
 from taskq.app.worker.start_marks import StartMarks
 from taskq.app.worker.state import ActiveJob, WorkerState
 from taskq.app.worker.timeouts import TIMED_OUT_REASONS, AttemptTimers, timed_out
-from taskq.app.worker.waiting import kept, until_stopped
+from taskq.app.worker.waiting import bounded_store_call, kept, until_stopped
 from taskq.domain.cancel import consumer_skips_mark_cancelled
 from taskq.domain.errors import LeaseLost, PayloadValidationError, TaskQError
 from taskq.domain.job import ClaimedJob
@@ -665,9 +665,12 @@ class Dispatcher:
         state = self.state
         state.writing.add(job.id)
         try:
-            # Past the shutdown, bounded: during an outage (psycopg waits its pool's
-            # timeout for a connection) the worker must still exit; the lease covers it.
-            task = asyncio.ensure_future(write)
+            # Bounded, so a network that stopped answering cannot hold the slot (and a
+            # stopping worker) for the kernel's TCP timeouts; past the shutdown, given up
+            # on sooner still. What did not land is left to the lease.
+            task = asyncio.ensure_future(
+                bounded_store_call(state.clock, state.settings.heartbeat_command_timeout, write)
+            )
             kept(task)
             await until_stopped(
                 state.clock,

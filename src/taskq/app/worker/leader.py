@@ -44,7 +44,7 @@ from taskq.app.worker import events
 from taskq.app.worker import stranded as stranded_jobs
 from taskq.app.worker.schedule import Schedule, daily_schedule
 from taskq.app.worker.state import WorkerState
-from taskq.app.worker.waiting import wait_event, with_timeout
+from taskq.app.worker.waiting import until_stopped, wait_event, with_timeout
 from taskq.domain.errors import TaskQError
 from taskq.domain.status import TERMINAL
 from taskq.ports.store_params import PrunePolicy, ReclaimReport
@@ -91,8 +91,17 @@ async def run_leader(state: WorkerState) -> None:
 
 
 async def _try_acquire(state: WorkerState) -> bool:
+    # Given up soon after the shutdown: a worker leaving must not wait out an election
+    # on a dead network (a lock taken meanwhile goes with the session at close).
     try:
-        return await state.ports.leader_lock.try_acquire()
+        return await until_stopped(
+            state.clock,
+            state.ports.leader_lock.try_acquire(),
+            state.shutdown_event,
+            state.settings.heartbeat_command_timeout,
+        )
+    except TimeoutError:
+        return False
     except TaskQError as exc:
         events.emit(events.LEADER_TASK_FAILED, logging.WARNING, task="election", error=str(exc))
         return False
