@@ -63,6 +63,7 @@ from taskq.app.observability.tracing import Tracing
 from taskq.app.worker import attempt_log, attempt_span, events
 from taskq.app.worker.actor_threads import ActorThreads, ThreadHooks
 from taskq.app.worker.batching import GroupCommit
+from taskq.app.worker.exit_guard import JOB_TASK_PREFIX
 from taskq.app.worker.hand_back import until_this_process_ends
 from taskq.app.worker.limits import NO_LIMITS, ActorLimits, Denied, declares_limits
 from taskq.app.worker.protocols import ActorScopes
@@ -353,7 +354,7 @@ class Dispatcher:
     ) -> Outcome | None:
         job, ref = active.job, active.ref
         attempt_log.started(job)
-        coro, name = self._invoke(active, payload, ctx), f"taskq-job-{job.id}"
+        coro, name = self._invoke(active, payload, ctx), f"{JOB_TASK_PREFIX}{job.id}"
         # The attempt's span is current in the actor's task (None: a copy of this one's).
         context = None if active.span is None else attempt_span.task_context(active.span)
         if (
@@ -837,8 +838,9 @@ def log_interrupted(active: ActiveJob, retryable: bool, why: str) -> None:
     """Say what became of an interrupted job: waiting again, or abandoned (non-retryable)."""
     if retryable:
         events.emit(
+            # INFO: every deploy interrupts jobs this way, and each simply runs again.
             events.JOB_INTERRUPTED,
-            logging.WARNING,
+            logging.INFO,
             **attempt_log.job_fields(active),
             reason=why,
             then="waits again; the attempt is not counted",

@@ -23,7 +23,7 @@ from taskq.app.actors import registry_from
 from taskq.app.settings import WorkerSettings
 from taskq.app.worker import events
 from taskq.app.worker.exit_codes import ExitCode
-from taskq.app.worker.exit_guard import ExitGuard, holding_threads
+from taskq.app.worker.exit_guard import ExitGuard, holding_threads, running_job_ids
 from taskq.app.worker.protocols import DependenciesLike
 from taskq.app.worker.runtime import Worker
 from taskq.app.worker.shutdown import install_signal_handlers
@@ -94,7 +94,7 @@ def worker_main(
         finally:
             # Closing the loop waits for every task; one that ignores cancellation (a job
             # the shutdown gave up on) would hold it, and the process, forever.
-            guard.arm(code)
+            guard.arm(code, running_job_ids(runner.get_loop()))
     if problem is not None:
         print(f"taskq: {problem}", file=sys.stderr)
     if not holding_threads():

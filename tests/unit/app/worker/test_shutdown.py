@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from datetime import timedelta
 
 import pytest
@@ -137,7 +138,10 @@ async def test_drain_repends_claimed_but_unstarted_jobs(
 
 
 async def test_forcing_interrupts_tasks_that_ignore_the_event(
-    backend: MemoryBackend, clock: FakeClock, client: MemoryQueueStore
+    backend: MemoryBackend,
+    clock: FakeClock,
+    client: MemoryQueueStore,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     """After the cancellation grace FORCING cancels the task, writes no cancel phase, and the
     retryable job waits again as the same attempt (interrupted, never cancelled)."""
@@ -161,6 +165,12 @@ async def test_forcing_interrupts_tasks_that_ignore_the_event(
     assert (attempt.outcome, attempt.error_class) == ("interrupted", WORKER_SHUTDOWN)
     assert attempt.error is not None
     assert "task was cancelled" in attempt.error
+    # One INFO line names the job (a deploy's interruption is routine, not an alert).
+    [line] = events_named(caplog, events.JOB_INTERRUPTED)
+    assert line.levelno == logging.INFO
+    got = fields(line)
+    assert (got["job_id"], got["actor"], got["attempt"]) == (job_id, "deaf", 1)
+    assert "task was cancelled" in got["reason"]
 
 
 async def test_abandoning_hands_back_jobs_that_never_stop(
