@@ -45,6 +45,10 @@ class FaultyProxy:
         self._writers: set[asyncio.StreamWriter] = set()
         self._upstreams: set[asyncio.StreamWriter] = set()
         self._held = asyncio.Event()
+        self._gate = asyncio.Event()
+        self._gate.set()
+        #: Connections accepted so far (held at the gate or not).
+        self.accepted = 0
         self.port = 0
 
     async def start(self) -> None:
@@ -57,6 +61,14 @@ class FaultyProxy:
         netloc = parts.netloc.rsplit("@", 1)
         auth = f"{netloc[0]}@" if len(netloc) == 2 else ""
         return urlunsplit(parts._replace(netloc=f"{auth}127.0.0.1:{self.port}"))
+
+    def hold_new(self) -> None:
+        """A server slow to answer: new connections are accepted and wait (nothing is
+        sent on) until :meth:`release_new`, then go through as usual."""
+        self._gate.clear()
+
+    def release_new(self) -> None:
+        self._gate.set()
 
     def blackhole(self) -> None:
         self._held.set()
@@ -97,7 +109,9 @@ class FaultyProxy:
         assert task is not None
         self._tasks.add(task)
         self._writers.add(writer)
+        self.accepted += 1
         try:
+            await self._gate.wait()
             if self._held.is_set():
                 await asyncio.Event().wait()  # accepted, never answered
             up_reader, up_writer = await asyncio.open_connection(*self._upstream)
