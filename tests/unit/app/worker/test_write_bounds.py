@@ -136,3 +136,47 @@ async def test_a_start_mark_that_never_answers_is_given_up_and_written_again(
     assert any(
         fields(r).get("write") == "start" for r in events_named(caplog, events.JOB_WRITE_FAILED)
     )
+
+
+@actor
+async def fails(payload: Task) -> None:
+    raise RuntimeError("boom")
+
+
+async def test_a_reschedule_that_never_answers_frees_its_consumer(
+    backend: MemoryBackend,
+    clock: FakeClock,
+    client: MemoryQueueStore,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A retry's reschedule the store never answers: given up after the command timeout
+    (left to the lease), and the consumer runs the next job instead of waiting for ever."""
+    failing = await client.enqueue(fails.new_job({}, now=clock.now()))
+    store = FirstCallHangs(backend.store(), "reschedule")
+    run = WorkerRun(
+        backend,
+        clock,
+        {"fails": fails, "quick": quick},
+        make_settings(heartbeat_command_timeout=TIMEOUT, max_concurrency=1),
+        store=store,
+    )
+    try:
+        await run.start()
+        await run.advance(1)
+        assert store.hung == 1
+        after = await client.enqueue(quick.new_job({}, now=clock.now()))
+        for _ in range(10):
+            await run.advance(1)
+            if await _status(client, after.job_id) is JobStatus.SUCCEEDED:
+                break
+        assert await _status(client, after.job_id) is JobStatus.SUCCEEDED
+        [failed] = [
+            r
+            for r in events_named(caplog, events.JOB_WRITE_FAILED)
+            if fields(r).get("job_id") == failing.job_id
+        ]
+        assert "TASKQ_HEARTBEAT_COMMAND_TIMEOUT" in fields(failed)["error"]
+        run.worker.request_shutdown()
+        assert await run.finish(within=120) == 0
+    finally:
+        store.end.set()
