@@ -180,3 +180,49 @@ async def test_a_reschedule_that_never_answers_frees_its_consumer(
         assert await run.finish(within=120) == 0
     finally:
         store.end.set()
+
+
+@actor
+async def deaf(payload: Task) -> None:
+    await asyncio.Event().wait()  # ignores its cancel event; a task cancel stops it
+
+
+class CountedBeats(FirstCallHangs):
+    beats = 0
+
+    async def heartbeat(self, beat: Any) -> Any:
+        self.beats += 1
+        return await self._inner.heartbeat(beat)
+
+
+async def test_an_escalation_that_never_answers_does_not_stop_the_heartbeat(
+    backend: MemoryBackend,
+    clock: FakeClock,
+    client: MemoryQueueStore,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The heartbeat writes a user's cancel's FORCED phase itself: unanswered, it held the
+    heartbeat loop (no more beats: the leases of every job lapse). It is given up after
+    the command timeout and the beats go on."""
+    job_id = (await client.enqueue(deaf.new_job({}, now=clock.now()))).job_id
+    store = CountedBeats(backend.store(), "escalate_cancel")
+    settings = make_settings(
+        heartbeat_command_timeout=TIMEOUT, cancellation_grace_period=10.0, cleanup_grace_period=10.0
+    )
+    run = WorkerRun(backend, clock, {"deaf": deaf}, settings, store=store)
+    try:
+        await run.start()
+        await client.request_cancel(job_id)
+        await run.advance(30)  # beats at 10, 20: the grace is over, the escalation hangs
+        assert store.hung == 1
+        beats = store.beats
+        await run.advance(30)
+        assert store.beats >= beats + 2
+        assert any(
+            fields(r).get("write") == "escalate"
+            for r in events_named(caplog, events.JOB_WRITE_FAILED)
+        )
+        run.worker.request_shutdown()
+        assert await run.finish(within=120) == 0
+    finally:
+        store.end.set()
