@@ -135,6 +135,11 @@ async def test_drain_repends_claimed_but_unstarted_jobs(
     assert await client.attempts(queued) == []
     phases = [fields(r)["phase"] for r in events_named(caplog, events.SHUTDOWN_PHASE)]
     assert phases == ["DRAINING", "DRAINED", "CANCELLING", "DONE"]
+    # One line per job: the queued one given back unrun, the running one interrupted.
+    [given] = events_named(caplog, events.JOB_HANDED_BACK)
+    assert (fields(given)["job_id"], fields(given)["reason"]) == (queued, "drain")
+    [interrupted] = events_named(caplog, events.JOB_INTERRUPTED)
+    assert fields(interrupted)["job_id"] == running
 
 
 async def test_forcing_interrupts_tasks_that_ignore_the_event(
