@@ -58,6 +58,7 @@ from taskq.domain.settings_rules import (
     TimingSettings,
     check_timing,
     parse_hhmm_utc,
+    too_long,
     validate_identifier,
 )
 from taskq.domain.storable import MAX_NAME_LENGTH
@@ -187,6 +188,30 @@ def parse_duration(value: object) -> timedelta:
 def _positive_duration(value: timedelta) -> timedelta:
     if value <= timedelta(0):
         raise ValueError(f"must be a positive duration, got {value}")
+    why = too_long(value.total_seconds())
+    if why is not None:
+        raise ValueError(f"{value} {why}")
+    return value
+
+
+#: Postgres's own limit for ``lock_timeout`` (an int of milliseconds, about 24.8 days).
+_PG_MAX_TIMEOUT_MS: Final = 2_147_483_647
+
+
+def _within_lock_timeout(value: float) -> float:
+    # Each budget becomes a lock_timeout: a larger one fails every enqueue it applies to.
+    if value > _PG_MAX_TIMEOUT_MS:
+        raise ValueError(
+            f"{value!r} ms must be at most {_PG_MAX_TIMEOUT_MS} ms (about 24.8 days): "
+            "Postgres refuses a longer lock_timeout"
+        )
+    return value
+
+
+def _not_too_long_seconds(value: float) -> float:
+    why = too_long(value)
+    if why is not None:
+        raise ValueError(f"{value!r} {why}")
     return value
 
 
@@ -314,15 +339,19 @@ def redact_url(url: str) -> str:
 
 # -- field types ------------------------------------------------------------------------
 
-PositiveSeconds = Annotated[float, Field(gt=0, allow_inf_nan=False)]
-NonNegativeSeconds = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+PositiveSeconds = Annotated[
+    float, Field(gt=0, allow_inf_nan=False), AfterValidator(_not_too_long_seconds)
+]
+NonNegativeSeconds = Annotated[
+    float, Field(ge=0, allow_inf_nan=False), AfterValidator(_not_too_long_seconds)
+]
 OptionalStr = Annotated[str | None, BeforeValidator(_empty_to_none)]
 PgDsn = Annotated[str, AfterValidator(_pg_dsn)]
 Duration = Annotated[timedelta, BeforeValidator(parse_duration), AfterValidator(_positive_duration)]
 DailyTime = Annotated[str, AfterValidator(_hhmm)]
 CronExpr = Annotated[str | None, BeforeValidator(_empty_to_none), AfterValidator(_cron_shape)]
 QueueList = Annotated[list[str], NoDecode, BeforeValidator(_queue_list)]
-LockBudgetMs = Annotated[float, Field(allow_inf_nan=False)]
+LockBudgetMs = Annotated[float, Field(allow_inf_nan=False), AfterValidator(_within_lock_timeout)]
 
 
 class TaskQSettings(BaseSettings):

@@ -10,6 +10,17 @@ else, including ``taskq health --help`` and any mistake, goes through Typer.
 
 from __future__ import annotations
 
+import contextlib
+import signal
+
+# First, before the slow imports and the worker's connecting: SIGUSR2's default action
+# ends the process, and the worker only takes it (for its task dump) once its ports are
+# open, which on a slow database takes seconds. Until then it is ignored.
+if hasattr(signal, "SIGUSR2"):
+    # Off the main thread (imported by a test) it cannot be set, and need not be.
+    with contextlib.suppress(ValueError):
+        signal.signal(signal.SIGUSR2, signal.SIG_IGN)
+
 import sys
 from typing import Any, NoReturn
 

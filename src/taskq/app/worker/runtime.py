@@ -29,6 +29,7 @@ import random
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
+from functools import partial
 from typing import Any
 
 from opentelemetry.metrics import MeterProvider
@@ -59,7 +60,7 @@ from taskq.app.worker.start_gate import StartGate
 from taskq.app.worker.start_marks import StartMarks
 from taskq.app.worker.state import WorkerState
 from taskq.app.worker.until_idle import run_until_idle
-from taskq.app.worker.waiting import with_timeout
+from taskq.app.worker.waiting import bounded_store_call, with_timeout
 from taskq.app.worker.watchdog import (
     LoopLagMonitor,
     ShutdownWatchdog,
@@ -296,10 +297,13 @@ class Worker:
         store = state.store
         marks = StartMarks(state)
         state.start_marks = marks
-        gate = StartGate(store, max_batch=MAX_WRITE_BATCH)
+        call_timeout = self.settings.heartbeat_command_timeout
+        gate = StartGate(
+            store, max_batch=MAX_WRITE_BATCH, clock=state.clock, call_timeout=call_timeout
+        )
         completer: Completer = GroupCommit(
             "completions",
-            finish_flush(store),
+            finish_flush(store, bound=partial(bounded_store_call, state.clock, call_timeout)),
             max_batch=MAX_WRITE_BATCH,
             prepare=marks.restamp,
         )
