@@ -72,7 +72,12 @@ from taskq.app.worker.start_gate import StartGate, needs_gate
 from taskq.app.worker.start_marks import StartMarks
 from taskq.app.worker.state import ActiveJob, WorkerState
 from taskq.app.worker.timeouts import TIMED_OUT_REASONS, AttemptTimers, timed_out
-from taskq.app.worker.waiting import bounded_store_call, kept, until_stopped
+from taskq.app.worker.waiting import (
+    JOB_WRITE_BOUND_SETTING,
+    bounded_store_call,
+    kept,
+    until_stopped,
+)
 from taskq.domain.cancel import consumer_skips_mark_cancelled
 from taskq.domain.errors import LeaseLost, PayloadValidationError, TaskQError
 from taskq.domain.job import ClaimedJob
@@ -680,11 +685,16 @@ class Dispatcher:
         state = self.state
         state.writing.add(job.id)
         try:
-            # Bounded, so a network that stopped answering cannot hold the slot (and a
-            # stopping worker) for the kernel's TCP timeouts; past the shutdown, given up
-            # on sooner still. What did not land is left to the lease.
+            # Bounded by the lease, so a network that stopped answering cannot hold the
+            # slot for the kernel's TCP timeouts; past the shutdown, given up on sooner
+            # still. What did not land is left to the lease.
             task = asyncio.ensure_future(
-                bounded_store_call(state.clock, state.settings.heartbeat_command_timeout, write)
+                bounded_store_call(
+                    state.clock,
+                    state.settings.lock_lease,
+                    write,
+                    setting=JOB_WRITE_BOUND_SETTING,
+                )
             )
             kept(task)
             await until_stopped(

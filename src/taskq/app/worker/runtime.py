@@ -60,7 +60,7 @@ from taskq.app.worker.start_gate import StartGate
 from taskq.app.worker.start_marks import StartMarks
 from taskq.app.worker.state import WorkerState
 from taskq.app.worker.until_idle import run_until_idle
-from taskq.app.worker.waiting import bounded_store_call, with_timeout
+from taskq.app.worker.waiting import JOB_WRITE_BOUND_SETTING, bounded_store_call, with_timeout
 from taskq.app.worker.watchdog import (
     LoopLagMonitor,
     ShutdownWatchdog,
@@ -297,13 +297,21 @@ class Worker:
         store = state.store
         marks = StartMarks(state)
         state.start_marks = marks
-        call_timeout = self.settings.heartbeat_command_timeout
+        write_bound = self.settings.lock_lease  # see JOB_WRITE_BOUND_SETTING
         gate = StartGate(
-            store, max_batch=MAX_WRITE_BATCH, clock=state.clock, call_timeout=call_timeout
+            store, max_batch=MAX_WRITE_BATCH, clock=state.clock, call_timeout=write_bound
         )
         completer: Completer = GroupCommit(
             "completions",
-            finish_flush(store, bound=partial(bounded_store_call, state.clock, call_timeout)),
+            finish_flush(
+                store,
+                bound=partial(
+                    bounded_store_call,
+                    state.clock,
+                    write_bound,
+                    setting=JOB_WRITE_BOUND_SETTING,
+                ),
+            ),
             max_batch=MAX_WRITE_BATCH,
             prepare=marks.restamp,
         )

@@ -137,22 +137,36 @@ async def with_timeout(
     return task.result()
 
 
-async def bounded_store_call(clock: Clock, seconds: float, work: Awaitable[T]) -> T:
+#: The bound of a job's own writes (start marks, outcomes, releases): its lease. Past it
+#: the job is another worker's to run, so waiting longer serves nothing; short of it a
+#: slow but live server (a large result, a loaded machine) is waited for rather than
+#: the job run again. A dead network is found sooner by the heartbeat's own bound
+#: (TASKQ_HEARTBEAT_COMMAND_TIMEOUT), which isolates the worker.
+JOB_WRITE_BOUND_SETTING = "TASKQ_LOCK_LEASE"
+
+
+async def bounded_store_call(
+    clock: Clock,
+    seconds: float,
+    work: Awaitable[T],
+    *,
+    setting: str = "TASKQ_HEARTBEAT_COMMAND_TIMEOUT",
+) -> T:
     """``await work``, a store call the worker makes, given up after ``seconds``.
 
     The worker's store has no per-call bound of its own (a caller's pool keeps its
-    settings), so every call the worker makes outside the heartbeat goes through
-    here with ``TASKQ_HEARTBEAT_COMMAND_TIMEOUT``: on a network that stopped
-    answering, a write or a wait for a pool connection would otherwise hang for
-    the kernel's TCP timeouts. Past the bound the call is abandoned (its
-    cancellation can hang as long) and fails as a ``StoreTimeout``, a store
-    failure like any other: retried where a failed write is retried.
+    settings), so every call the worker makes goes through here, bounded by the
+    ``setting`` that ``seconds`` comes from: on a network that stopped answering, a
+    write or a wait for a pool connection would otherwise hang for the kernel's TCP
+    timeouts. Past the bound the call is abandoned (its cancellation can hang as
+    long) and fails as a ``StoreTimeout``, a store failure like any other: retried
+    where a failed write is retried.
     """
     try:
         return await with_timeout(clock, seconds, work, abandon=True)
     except TimeoutError as exc:
         raise StoreTimeout(
-            f"the store did not answer within TASKQ_HEARTBEAT_COMMAND_TIMEOUT={seconds:g}s, "
+            f"the store did not answer within {setting}={seconds:g}s, "
             "so the call was given up (a database or network that stopped answering, or "
             "no free connection); a write may or may not have been applied",
             waited_for="the store's answer",
