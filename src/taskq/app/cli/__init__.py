@@ -14,8 +14,10 @@ from typing import NoReturn
 import typer
 
 from taskq.app.cli.demo import demo_command
+from taskq.app.cli.jobs import jobs_app
 from taskq.app.cli.migrate import migrate_app
 from taskq.app.cli.worker import worker_command
+from taskq.app.cli.workers import workers_app
 
 app = typer.Typer(
     name="taskq",
@@ -29,6 +31,8 @@ app = typer.Typer(
 app.command("demo")(demo_command)
 app.add_typer(migrate_app, name="migrate")
 app.command("worker")(worker_command)
+app.add_typer(jobs_app, name="jobs")
+app.add_typer(workers_app, name="workers")
 
 
 def _click_exceptions() -> ModuleType:
