@@ -16,6 +16,7 @@ import typer
 from taskq.app.cli.demo import demo_command
 from taskq.app.cli.jobs import jobs_app
 from taskq.app.cli.migrate import migrate_app
+from taskq.app.cli.queues import queues_app
 from taskq.app.cli.worker import worker_command
 from taskq.app.cli.workers import workers_app
 
@@ -33,6 +34,7 @@ app.add_typer(migrate_app, name="migrate")
 app.command("worker")(worker_command)
 app.add_typer(jobs_app, name="jobs")
 app.add_typer(workers_app, name="workers")
+app.add_typer(queues_app, name="queues")
 
 
 def _click_exceptions() -> ModuleType:

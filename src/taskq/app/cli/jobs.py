@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
-from taskq.app.cli.operator import on_store
+from taskq.app.cli.operator import on_store, operator_settings
 from taskq.app.cli.output import (
     JsonOption,
     iso,
@@ -108,7 +108,7 @@ def list_jobs(
 ) -> None:
     """List jobs, newest first (finished jobs until the prune archives them)."""
     query = JobQuery(status=status, actor=actor, queue=queue, limit=limit)
-    jobs = on_store(dsn, schema, lambda store: store.list_jobs(query))
+    jobs = on_store(operator_settings(dsn, schema), lambda store: store.list_jobs(query))
     if as_json:
         print_json([job_json(job) for job in jobs])
         return
@@ -146,7 +146,9 @@ def get_job(
     schema: SchemaOption = None,
 ) -> None:
     """Show one job with its attempt history, each failed attempt's traceback included."""
-    job, attempts = on_store(dsn, schema, lambda store: _job_and_attempts(store, job_id))
+    job, attempts = on_store(
+        operator_settings(dsn, schema), lambda store: _job_and_attempts(store, job_id)
+    )
     if as_json:
         print_json({**job_json(job), "attempts": [attempt_json(a) for a in attempts]})
         return
@@ -211,7 +213,7 @@ def cancel_job(
 
     A job that already ended is left as it was (exit 0, its status printed).
     """
-    ended, status = on_store(dsn, schema, lambda store: _cancel(store, job_id))
+    ended, status = on_store(operator_settings(dsn, schema), lambda store: _cancel(store, job_id))
     if as_json:
         print_json({"id": job_id, "status": status.value})
     elif ended:
@@ -235,7 +237,7 @@ def retry_job(
 
     The job gets one more attempt. Any other status is refused, saying why (exit 1).
     """
-    job = on_store(dsn, schema, lambda store: store.retry_job(job_id))
+    job = on_store(operator_settings(dsn, schema), lambda store: store.retry_job(job_id))
     if as_json:
         print_json(job_json(job))
         return

@@ -39,17 +39,21 @@ def operator_settings(dsn: str | None, schema: str | None) -> WorkerSettings:
         fail(str(exc))
 
 
-def on_store(
-    dsn: str | None, schema: str | None, operation: Callable[[QueueStore], Awaitable[T]]
-) -> T:
-    """Run ``operation`` on the operator store the settings name, and return its result."""
-    settings = operator_settings(dsn, schema)
+def on_store(settings: WorkerSettings, operation: Callable[[QueueStore], Awaitable[T]]) -> T:
+    """Run ``operation`` on the operator store ``settings`` name, and return its result.
+
+    A ``ValueError`` is a one-line failure too: the store raises it for a value no store
+    can keep (a name too long, a NUL), which here is always the operator's input.
+    """
 
     async def run() -> T:
         async with composition.operator_store(settings) as store:
             return await operation(store)
 
-    return run_async(run())
+    try:
+        return run_async(run())
+    except ValueError as exc:
+        fail(str(exc))
 
 
 __all__ = ["on_store", "operator_settings"]

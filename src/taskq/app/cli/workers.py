@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from taskq.app.cli.operator import on_store
+from taskq.app.cli.operator import on_store, operator_settings
 from taskq.app.cli.output import JsonOption, duration, iso, print_json, print_table, text, when
 from taskq.app.cli.support import DsnOption, SchemaOption
 from taskq.ports.store_params import WorkerStatus
@@ -45,7 +45,7 @@ def list_workers(
     A worker stays listed until the leader's sweep removes it (two leases unseen);
     LAST SEEN says how long ago its last heartbeat was, on this machine's clock.
     """
-    workers = on_store(dsn, schema, lambda store: store.worker_status())
+    workers = on_store(operator_settings(dsn, schema), lambda store: store.worker_status())
     if as_json:
         print_json([worker_json(w) for w in workers])
         return
