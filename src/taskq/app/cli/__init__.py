@@ -13,6 +13,7 @@ from typing import NoReturn
 
 import typer
 
+from taskq.app.cli.actor_config import actor_config_app
 from taskq.app.cli.demo import demo_command
 from taskq.app.cli.jobs import jobs_app
 from taskq.app.cli.migrate import migrate_app
@@ -35,6 +36,7 @@ app.command("worker")(worker_command)
 app.add_typer(jobs_app, name="jobs")
 app.add_typer(workers_app, name="workers")
 app.add_typer(queues_app, name="queues")
+app.add_typer(actor_config_app, name="actor-config")
 
 
 def _click_exceptions() -> ModuleType:
