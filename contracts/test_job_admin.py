@@ -9,6 +9,7 @@ import pytest
 from contracts.harness import Harness
 from contracts.helpers import (
     LEASE,
+    Inbox,
     at,
     claim_one,
     enqueue,
@@ -20,7 +21,13 @@ from contracts.helpers import (
 from taskq.domain.cancel_phase import CancelPhase
 from taskq.domain.errors import JobNotFound, JobNotRetryable
 from taskq.domain.status import OPERATOR_RETRYABLE, JobStatus, retry_refusal
-from taskq.ports.store_params import Finish, Heartbeat, JobQuery, WorkerInfo
+from taskq.ports.store_params import (
+    CAP_LISTEN_NOTIFY,
+    Finish,
+    Heartbeat,
+    JobQuery,
+    WorkerInfo,
+)
 
 FINISHED_BUT_NOT_SUCCEEDED = sorted(OPERATOR_RETRYABLE)
 
@@ -45,13 +52,6 @@ async def test_list_jobs_filters_by_status_actor_and_queue_newest_first(harness:
     assert await store.list_jobs(JobQuery(actor="nobody")) == []
     listed = (await store.list_jobs(JobQuery(status=JobStatus.FAILED)))[0]
     assert listed == await get(store, a1)
-
-
-@pytest.mark.parametrize("limit", [0, -1, 10_001])
-def test_job_query_refuses_a_limit_out_of_range(limit: int) -> None:
-    """A JobQuery limit outside 1..10000 is a ValueError before any store sees it."""
-    with pytest.raises(ValueError, match="limit"):
-        JobQuery(limit=limit)
 
 
 @pytest.mark.parametrize("ended", FINISHED_BUT_NOT_SUCCEEDED, ids=lambda s: s.value)
@@ -85,6 +85,27 @@ async def test_retry_puts_a_finished_job_back_to_pending_for_one_more_attempt(
     again = await claim_one(store, now=at(6))
     assert (again.id, again.attempt) == (claimed.id, 2)
     assert again.fencing_token > claimed.fencing_token
+
+
+@pytest.mark.taskq_requires(CAP_LISTEN_NOTIFY)
+async def test_retry_wakes_listeners_for_the_jobs_queue(harness: Harness) -> None:
+    """A retried job is due at once, so listeners are woken for its queue (or any queue), as
+    an enqueue would wake them: a worker waiting on LISTEN claims it without a poll."""
+    store = harness.store
+    claimed = await enqueue_and_claim(store, new_job(queue="q1"))
+    await store.finish(Finish(lease=claimed.lease, status=JobStatus.FAILED, now=at(1)))
+    listener, sender = await harness.open_notifier(), await harness.open_notifier()
+    await listener.start()
+    await sender.start()
+    inbox = Inbox()
+    listener.subscribe(inbox)
+
+    await store.retry_job(claimed.id, now=at(2))
+
+    await sender.publish("sentinel")  # wake-ups from one publisher arrive in order
+    await inbox.wait_for("sentinel")
+    woken = [q for q in inbox.received if q != "sentinel"]
+    assert woken in (["q1"], [""])
 
 
 async def test_retry_of_a_job_cancelled_before_it_ran(harness: Harness) -> None:

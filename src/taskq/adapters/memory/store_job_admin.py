@@ -49,6 +49,7 @@ class JobAdminOps(StoreCore):
         row.cancel_phase, row.cancel_requested_at = CancelPhase.NONE, None
         row.clear_lock()
         self._db.requeue_finished(row)
+        self._db.hub.publish(row.queue)  # due now: wake a listening worker, as an enqueue does
         return row.to_job()
 
     async def worker_status(self) -> list[WorkerStatus]:

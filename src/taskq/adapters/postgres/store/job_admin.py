@@ -42,6 +42,10 @@ class JobAdminOps(StoreCore):
             raise JobNotRetryable(job_id, refusal)
         job = await self._driver.fetchrow("get_job", job_id=job_id)
         assert job is not None  # a retried job is pending: nothing prunes it
+        # Due now: wake a listening worker for its queue, as an enqueue does.
+        await self._driver.execute(
+            "wake_queue", channel=self._schema.wake_channel, wake_queue=job["queue"]
+        )
         return job_from_row(job)
 
     async def worker_status(self) -> list[WorkerStatus]:
