@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -17,6 +18,13 @@ from taskq.app.cli import main
 from taskq.ports.queue_store import QueueStore
 
 T = TypeVar("T")
+
+
+def _in_thread(call: Callable[[], T]) -> T:
+    """``call()`` on a thread of its own: the command's ``asyncio.run`` then sets and clears
+    that thread's event loop, not the one pytest-asyncio keeps on the test's thread."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(call).result()
 
 
 @dataclass
@@ -32,13 +40,13 @@ class Cli:
         async def run() -> T:
             return await work(self.backend.store())
 
-        return asyncio.run(run())
+        return _in_thread(lambda: asyncio.run(run()))
 
     def __call__(self, *args: str) -> tuple[int, str, str]:
         """``taskq ARGS``: exit code, stdout, stderr."""
         self.capsys.readouterr()
         with pytest.raises(SystemExit) as stop:
-            main(list(args))
+            _in_thread(lambda: main(list(args)))
         out, err = self.capsys.readouterr()
         return int(stop.value.code or 0), out, err
 
