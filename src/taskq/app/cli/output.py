@@ -31,7 +31,9 @@ def print_json(value: Any) -> None:
 
 def print_table(headers: Sequence[str], rows: Iterable[Sequence[str]], *, empty: str) -> None:
     """A table with ``headers``; the line ``empty`` when there is no row."""
-    table = Table(*headers, box=box.SIMPLE_HEAD, header_style="bold", show_edge=False)
+    table = Table(
+        *headers, box=box.SIMPLE_HEAD, header_style="bold", show_edge=False, pad_edge=False
+    )
     count = 0
     for row in rows:
         table.add_row(*row)

@@ -18,3 +18,26 @@ def ports(settings: WorkerSettings) -> WorkerPorts:
         notifier=BACKEND.notifier(),
         clock=BACKEND.clock,
     )
+
+
+class _WithoutAdmin:
+    """A custom store written before the operator role: it lacks JobAdmin's methods."""
+
+    def __init__(self, inner: object) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> object:
+        if name in ("list_jobs", "retry_job", "worker_status"):
+            raise AttributeError(name)
+        return getattr(self._inner, name)
+
+
+def ports_without_admin(settings: WorkerSettings) -> WorkerPorts:
+    """``ports`` whose store lacks the operator role."""
+    built = ports(settings)
+    return WorkerPorts(
+        store=_WithoutAdmin(built.store),  # type: ignore[arg-type]
+        leader_lock=built.leader_lock,
+        notifier=built.notifier,
+        clock=built.clock,
+    )

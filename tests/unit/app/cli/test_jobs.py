@@ -189,3 +189,15 @@ def test_workers_list_without_workers(cli: Cli) -> None:
     """No registered worker: one line saying so, exit 0; --json an empty array."""
     assert cli("workers", "list") == (0, "no worker is registered\n", "")
     assert cli("workers", "list", "--json")[1] == "[]\n"
+
+
+def test_a_custom_store_without_the_operator_role_is_named_in_one_line(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A TASKQ_DRIVER factory whose store lacks JobAdmin's methods: the command says which
+    methods are missing, in one line, exit 1."""
+    monkeypatch.setenv("TASKQ_DRIVER", "tests.unit.app.cli.memory_driver:ports_without_admin")
+    code, out, err = cli("jobs", "list")
+    assert (code, out) == (1, "")
+    (line,) = err.splitlines()
+    assert "does not implement QueueStore: missing list_jobs, retry_job, worker_status" in line
