@@ -342,7 +342,16 @@ def _system_clock() -> Clock:
 
 class _LeaderLockClass(Protocol):
     def __call__(
-        self, dsn: str, /, *, schema: Schema, conn: Any, owns_conn: bool, connect: Any
+        self,
+        dsn: str,
+        /,
+        *,
+        schema: Schema,
+        conn: Any,
+        owns_conn: bool,
+        connect: Any,
+        operation_timeout: float,
+        dead_peer_timeout: float | None,
     ) -> LeaderLock: ...
 
 
@@ -535,7 +544,17 @@ async def _postgres_worker_ports(
                 connections, "leader_conn", kit.conn_type, settings.driver
             )
             leader_lock = kit.leader_lock(
-                dsn, schema=schema, conn=conn, owns_conn=owns, connect=connect
+                dsn,
+                schema=schema,
+                conn=conn,
+                owns_conn=owns,
+                connect=connect,
+                # An election or probe is a beat's peer: bounded alike, so a partition is
+                # a lost lock within that long, never a hang of the leader loop.
+                operation_timeout=settings.heartbeat_command_timeout,
+                # The server frees a silently cut-off leader's lock within about a lease,
+                # so another worker can lead and reclaim that leader's jobs.
+                dead_peer_timeout=settings.lock_lease,
             )
             owned.add("leader_lock")
             built.append(leader_lock)

@@ -29,6 +29,12 @@ R = TypeVar("R")
 FIRST_POLL_DELAY: Final = 0.005
 #: The default ceiling of the poll backoff.
 DEFAULT_POLL_INTERVAL: Final = 0.5
+#: The least time a poll of a timed ``wait`` is given, so ``timeout=0`` still reads once.
+MIN_POLL_BOUND: Final = 0.05
+
+#: Polls given up at a wait's timeout, still finishing their cancellation: referenced
+#: so they are not collected mid-flight.
+_abandoned: set[asyncio.Future[Any]] = set()
 
 
 class HandleStore(JobReader, JobCanceller, Protocol):
@@ -137,8 +143,10 @@ class JobHandle(Generic[R]):
         exists. ``poll_interval`` caps the poll backoff. A poll the database
         fails (``StoreUnavailable``: a restart, a dropped connection) is tried
         again on the same schedule: it is raised only when ``timeout`` passes
-        with the database still failing. A closed client or pool
-        (:class:`StoreClosed`) is raised at once.
+        with the database still failing. A poll the store does not answer (a
+        network that stopped answering) is given up when ``timeout`` passes
+        (:class:`TimeoutError` saying so; at least 50 ms for a poll). A closed
+        client or pool (:class:`StoreClosed`) is raised at once.
         """
         if not poll_interval > 0:
             raise ValueError(f"poll_interval must be > 0, got {poll_interval}")
@@ -148,7 +156,7 @@ class JobHandle(Generic[R]):
         delay = min(FIRST_POLL_DELAY, poll_interval)
         while True:
             try:
-                job: Job | StoreUnavailable = await self.get()
+                job: Job | StoreUnavailable = await self._poll(deadline, timeout)
             except StoreClosed:
                 raise  # closed, not an outage: no poll can succeed
             except StoreUnavailable as exc:
@@ -168,6 +176,32 @@ class JobHandle(Generic[R]):
             await self._clock.sleep(pause)
             delay = min(delay * 2, poll_interval)
 
+    async def _poll(self, deadline: float | None, waited: float | None) -> Job:
+        """One read, given up when the wait's deadline passes first.
+
+        A store call may hang (a network that stopped answering, a pool with no free
+        connection, a custom store without a bound of its own), and the caller's
+        ``timeout`` must hold all the same. The bound is real time (a store call does
+        not run on the injected clock). The read is then cancelled but not waited for:
+        on a dead connection the cancellation can hang as long as the read.
+        """
+        if deadline is None:
+            return await self.get()
+        bound = max(deadline - self._clock.monotonic(), MIN_POLL_BOUND)
+        read = asyncio.ensure_future(self.get())
+        try:
+            done, _ = await asyncio.wait({read}, timeout=bound)
+        except BaseException:
+            _abandon(read)
+            raise
+        if not done:
+            _abandon(read)
+            raise TimeoutError(
+                f"job {self.job_id}: the store did not answer within the wait's timeout "
+                f"({waited} s)"
+            )
+        return read.result()
+
     def _outcome(self, job: Job) -> R:
         if job.status is not JobStatus.SUCCEEDED:
             raise JobFailed(job.id, job.status.value, job.last_error)
@@ -182,4 +216,23 @@ class JobHandle(Generic[R]):
             raise
 
 
-__all__ = ["DEFAULT_POLL_INTERVAL", "FIRST_POLL_DELAY", "HandleStore", "JobHandle", "WallClock"]
+def _abandon(read: asyncio.Future[Any]) -> None:
+    read.cancel()
+    _abandoned.add(read)
+
+    def forget(done: asyncio.Future[Any]) -> None:
+        _abandoned.discard(done)
+        if not done.cancelled():
+            done.exception()  # retrieved: the wait already reported its timeout
+
+    read.add_done_callback(forget)
+
+
+__all__ = [
+    "DEFAULT_POLL_INTERVAL",
+    "FIRST_POLL_DELAY",
+    "MIN_POLL_BOUND",
+    "HandleStore",
+    "JobHandle",
+    "WallClock",
+]

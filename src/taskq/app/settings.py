@@ -58,6 +58,7 @@ from taskq.domain.settings_rules import (
     TimingSettings,
     check_timing,
     parse_hhmm_utc,
+    too_long,
     validate_identifier,
 )
 from taskq.domain.storable import MAX_NAME_LENGTH
@@ -187,6 +188,30 @@ def parse_duration(value: object) -> timedelta:
 def _positive_duration(value: timedelta) -> timedelta:
     if value <= timedelta(0):
         raise ValueError(f"must be a positive duration, got {value}")
+    why = too_long(value.total_seconds())
+    if why is not None:
+        raise ValueError(f"{value} {why}")
+    return value
+
+
+#: Postgres's own limit for ``lock_timeout`` (an int of milliseconds, about 24.8 days).
+_PG_MAX_TIMEOUT_MS: Final = 2_147_483_647
+
+
+def _within_lock_timeout(value: float) -> float:
+    # Each budget becomes a lock_timeout: a larger one fails every enqueue it applies to.
+    if value > _PG_MAX_TIMEOUT_MS:
+        raise ValueError(
+            f"{value!r} ms must be at most {_PG_MAX_TIMEOUT_MS} ms (about 24.8 days): "
+            "Postgres refuses a longer lock_timeout"
+        )
+    return value
+
+
+def _not_too_long_seconds(value: float) -> float:
+    why = too_long(value)
+    if why is not None:
+        raise ValueError(f"{value!r} {why}")
     return value
 
 
@@ -224,6 +249,21 @@ def _queue_list(value: object) -> object:
 def _hhmm(value: str) -> str:
     hour, minute = parse_hhmm_utc(value, what="daily fire time")
     return f"{hour:02d}:{minute:02d}"
+
+
+def _socket_mode(value: object) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        mode = value  # already a mode (load_from_dict, with_overrides)
+    else:
+        text = str(value).strip().lower().removeprefix("0o")
+        if not re.fullmatch(r"[0-7]{3,4}", text):
+            raise ValueError(f"must be an octal file mode such as 0600 or 0660, got {value!r}")
+        mode = int(text, 8)
+    if mode not in (0o600, 0o660):
+        # Connecting needs write permission: read-only bits would grant nothing, and a
+        # socket anyone can connect to would let any local user stop probes or read tasks.
+        raise ValueError(f"must be 0600 (the worker's user) or 0660 (its group too), got {value!r}")
+    return mode
 
 
 _CRON_FIELD = re.compile(r"[0-9A-Za-z*/,?#-]+")
@@ -299,15 +339,19 @@ def redact_url(url: str) -> str:
 
 # -- field types ------------------------------------------------------------------------
 
-PositiveSeconds = Annotated[float, Field(gt=0, allow_inf_nan=False)]
-NonNegativeSeconds = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+PositiveSeconds = Annotated[
+    float, Field(gt=0, allow_inf_nan=False), AfterValidator(_not_too_long_seconds)
+]
+NonNegativeSeconds = Annotated[
+    float, Field(ge=0, allow_inf_nan=False), AfterValidator(_not_too_long_seconds)
+]
 OptionalStr = Annotated[str | None, BeforeValidator(_empty_to_none)]
 PgDsn = Annotated[str, AfterValidator(_pg_dsn)]
 Duration = Annotated[timedelta, BeforeValidator(parse_duration), AfterValidator(_positive_duration)]
 DailyTime = Annotated[str, AfterValidator(_hhmm)]
 CronExpr = Annotated[str | None, BeforeValidator(_empty_to_none), AfterValidator(_cron_shape)]
 QueueList = Annotated[list[str], NoDecode, BeforeValidator(_queue_list)]
-LockBudgetMs = Annotated[float, Field(allow_inf_nan=False)]
+LockBudgetMs = Annotated[float, Field(allow_inf_nan=False), AfterValidator(_within_lock_timeout)]
 
 
 class TaskQSettings(BaseSettings):
@@ -469,10 +513,6 @@ class TaskQSettings(BaseSettings):
 #: Validated and documented, but no code acts on them yet (see docs/settings.md).
 #: ``pg_dsn_pooled`` is checked apart: its default follows ``pg_dsn``.
 INERT_SETTINGS: Final = (
-    "health_enabled",
-    "health_socket_path",
-    "health_pg_ping_timeout",
-    "health_tasks_enabled",
     "dispatch_oversample",
     "dispatch_scope_by_home_queue",
     "admin_host",
@@ -566,6 +606,9 @@ class WorkerSettings(TaskQSettings):
     health_socket_path: Annotated[str, Field(min_length=1)] = "/tmp/taskq_health.sock"
     health_pg_ping_timeout: PositiveSeconds = 0.2
     health_tasks_enabled: bool = False
+    # Octal, as chmod reads it: 0600 (the worker's user) or 0660 (its group too, for a
+    # sidecar); nothing else.
+    health_socket_mode: Annotated[int, BeforeValidator(_socket_mode)] = 0o600
 
     # -- notify ---------------------------------------------------------------------------
     notify_enabled: bool = True

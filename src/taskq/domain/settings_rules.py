@@ -6,7 +6,11 @@ tested once here and every message names the variables an operator must fix.
 
 Timing rules, all reported together so one restart fixes them all:
 
-- every period is a finite number > 0, ``max_heartbeat_failures >= 1``;
+- every period is a finite number > 0 and at most :data:`MAX_SECONDS` (about a
+  hundred years: larger values overflow timers, ``datetime`` arithmetic and
+  Postgres timestamps), ``max_heartbeat_failures >= 1``;
+- ``heartbeat_command_timeout < lock_lease``: a beat may take that long, and one
+  that takes the whole lease lets the leases it extends expire while it waits;
 - ``lock_lease >= 4 × heartbeat_interval``: a live worker whose heartbeats run
   late must not have its jobs reclaimed by the sweep;
 - ``cancellation + cleanup < termination - 5``: the shutdown phases must end
@@ -36,6 +40,22 @@ from taskq.domain.errors import InvalidIdentifierError, SettingsInvariantError
 TERMINATION_MARGIN: Final = 5.0
 #: How many heartbeat intervals a lease must span.
 LEASE_HEARTBEATS: Final = 4
+#: The longest duration a setting may name, in seconds (100 × 365 days). Beyond some
+#: point a value overflows: ``now + lease`` past year 9999, a thread's wait past
+#: ``threading.TIMEOUT_MAX``, a Postgres timestamp out of range; this bound is far
+#: below all of them and far above any sensible setting.
+MAX_SECONDS: Final = 100 * 365 * 86400.0
+
+
+def too_long(value: float) -> str | None:
+    """Why ``value`` seconds is too long for a setting (None when it is not)."""
+    if math.isfinite(value) and value > MAX_SECONDS:
+        return (
+            f"must be at most {MAX_SECONDS:.0f} s (about 100 years): a longer duration "
+            "overflows timers and timestamps"
+        )
+    return None
+
 
 #: The environment variable behind each :class:`TimingSettings` field.
 ENV_VARS: Final[Mapping[str, str]] = {
@@ -124,7 +144,10 @@ def timing_violations(t: TimingSettings) -> list[str]:
     valid: set[str] = set()
     for field in _PERIODS:
         value: float = getattr(t, field)
-        if math.isfinite(value) and value > 0:
+        why_long = too_long(value)
+        if why_long is not None:
+            out.append(f"{_named(field, value)} {why_long}")
+        elif math.isfinite(value) and value > 0:
             valid.add(field)
         else:
             out.append(f"{_named(field, value)} must be a finite number > 0")
@@ -140,6 +163,14 @@ def timing_violations(t: TimingSettings) -> list[str]:
                 f"{_named('lock_lease', t.lock_lease)} must be >= {LEASE_HEARTBEATS} × "
                 f"{_named('heartbeat_interval', t.heartbeat_interval)} = {_fmt(floor)}"
             )
+
+    timeout = t.heartbeat_command_timeout
+    if "lock_lease" in valid and _usable(timeout) and not timeout < t.lock_lease:
+        out.append(
+            f"{_named('heartbeat_command_timeout', timeout)} must be < "
+            f"{_named('lock_lease', t.lock_lease)}: a heartbeat may wait that long, and "
+            "one that waits the whole lease lets the leases it extends expire meanwhile"
+        )
 
     graces = {"cancellation_grace_period", "cleanup_grace_period"}
     if graces <= valid:
@@ -268,11 +299,13 @@ def validate_identifier(name: str, *, what: str) -> str:
 __all__ = [
     "ENV_VARS",
     "LEASE_HEARTBEATS",
+    "MAX_SECONDS",
     "TERMINATION_MARGIN",
     "WATCHDOG_ENV_VARS",
     "TimingSettings",
     "check_timing",
     "parse_hhmm_utc",
     "timing_violations",
+    "too_long",
     "validate_identifier",
 ]

@@ -26,6 +26,7 @@ def worker_settings(db: Database) -> WorkerSettings:
             "driver": db.driver,
             "heartbeat_interval": 0.5,
             "lock_lease": 3,
+            "heartbeat_command_timeout": 1,
             "cancellation_grace_period": 1,
             "cleanup_grace_period": 1,
             "termination_grace_period": 10,

@@ -3,15 +3,38 @@
 ``blackhole()`` is a silent partition: every byte is held, nothing is closed,
 new connections are accepted and never answered. ``refuse()`` is an outage:
 every connection is cut and new ones are refused (the port stops listening).
+
+``vanish()`` is a silent partition the server cannot see either. Under
+``blackhole()`` the proxy's own sockets still answer the server's TCP
+keepalive probes (the kernel does, whatever the proxy forwards), so the server
+would believe its peer alive for ever. ``vanish()`` also closes every upstream
+socket without a FIN or a reset (``TCP_REPAIR``, which needs CAP_NET_ADMIN:
+see :func:`can_vanish`): the server learns its peer is gone only if it sends
+something, as on a real partition (where its probes go unanswered, here they
+draw a reset).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from urllib.parse import urlsplit, urlunsplit
+
+#: linux/tcp.h: a socket in repair mode closes without telling its peer.
+TCP_REPAIR = 19
+
+
+def can_vanish() -> bool:
+    """Whether this process may put a socket in repair mode (``vanish()`` needs it)."""
+    with socket.socket() as probe:
+        try:
+            probe.setsockopt(socket.IPPROTO_TCP, TCP_REPAIR, 1)
+        except OSError:
+            return False
+    return True
 
 
 class FaultyProxy:
@@ -20,7 +43,12 @@ class FaultyProxy:
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._writers: set[asyncio.StreamWriter] = set()
+        self._upstreams: set[asyncio.StreamWriter] = set()
         self._held = asyncio.Event()
+        self._gate = asyncio.Event()
+        self._gate.set()
+        #: Connections accepted so far (held at the gate or not).
+        self.accepted = 0
         self.port = 0
 
     async def start(self) -> None:
@@ -34,8 +62,28 @@ class FaultyProxy:
         auth = f"{netloc[0]}@" if len(netloc) == 2 else ""
         return urlunsplit(parts._replace(netloc=f"{auth}127.0.0.1:{self.port}"))
 
+    def hold_new(self) -> None:
+        """A server slow to answer: new connections are accepted and wait (nothing is
+        sent on) until :meth:`release_new`, then go through as usual."""
+        self._gate.clear()
+
+    def release_new(self) -> None:
+        self._gate.set()
+
     def blackhole(self) -> None:
         self._held.set()
+
+    def vanish(self) -> None:
+        self.blackhole()
+        for up in self._upstreams:
+            if not up.transport.is_closing():  # a session that ended before the cut
+                up.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, TCP_REPAIR, 1)
+                up.transport.abort()
+
+    @property
+    def upstream_ports(self) -> list[int]:
+        """The local ports of the proxy's connections to the server (its ``client_port``s)."""
+        return [int(up.get_extra_info("sockname")[1]) for up in self._upstreams]
 
     def refuse(self) -> None:
         if self._server is not None:
@@ -61,11 +109,14 @@ class FaultyProxy:
         assert task is not None
         self._tasks.add(task)
         self._writers.add(writer)
+        self.accepted += 1
         try:
+            await self._gate.wait()
             if self._held.is_set():
                 await asyncio.Event().wait()  # accepted, never answered
             up_reader, up_writer = await asyncio.open_connection(*self._upstream)
             self._writers.add(up_writer)
+            self._upstreams.add(up_writer)
             await asyncio.gather(self._pipe(reader, up_writer), self._pipe(up_reader, writer))
         except (OSError, asyncio.CancelledError):
             pass
@@ -84,6 +135,9 @@ class FaultyProxy:
         except OSError:
             pass
         finally:
+            task = asyncio.current_task()
+            if self._held.is_set() and task is not None and not task.cancelling():
+                await asyncio.Event().wait()  # partitioned: the other side hears nothing
             with contextlib.suppress(Exception):
                 writer.transport.abort()
 

@@ -44,10 +44,12 @@ REGISTRY = f"{ACTORS_MODULE}:registry"
 DRIVERS = ("asyncpg", "psycopg")
 
 #: Short timings that still satisfy the startup rules: lease 3 >= 4 x 0.5 heartbeat;
-#: cancellation 1 + cleanup 1 = 2 < lease 3 and < termination 10 - 5.
+#: cancellation 1 + cleanup 1 = 2 < lease 3 and < termination 10 - 5; a beat's command
+#: timeout 1 < lease 3.
 FAST_WORKER_ENV: Mapping[str, str] = {
     "TASKQ_HEARTBEAT_INTERVAL": "0.5",
     "TASKQ_LOCK_LEASE": "3",
+    "TASKQ_HEARTBEAT_COMMAND_TIMEOUT": "1",
     "TASKQ_CANCELLATION_GRACE_PERIOD": "1",
     "TASKQ_CLEANUP_GRACE_PERIOD": "1",
     "TASKQ_TERMINATION_GRACE_PERIOD": "10",

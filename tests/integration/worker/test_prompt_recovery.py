@@ -23,9 +23,14 @@ from taskq import JobsClient
 
 pytestmark = pytest.mark.integration
 
-#: Lease 5 s with a 1 s heartbeat (lease >= 4 x heartbeat); grace periods fit the lease.
+#: Lease 5 s with a 1 s heartbeat (lease >= 4 x heartbeat); grace periods fit the lease,
+#: and so does a beat's command timeout (2 s < 5 s).
 SHORT_LEASE = 5.0
-SHORT_LEASE_ENV = {"TASKQ_LOCK_LEASE": "5", "TASKQ_HEARTBEAT_INTERVAL": "1"}
+SHORT_LEASE_ENV = {
+    "TASKQ_LOCK_LEASE": "5",
+    "TASKQ_HEARTBEAT_INTERVAL": "1",
+    "TASKQ_HEARTBEAT_COMMAND_TIMEOUT": "2",
+}
 #: Registers neither block_first nor record: a leader that never runs the test's job.
 BYSTANDER_REGISTRY = "tests.integration.worker.json_actors_fixture:registry"
 

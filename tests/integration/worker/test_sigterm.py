@@ -159,6 +159,7 @@ async def test_sigterm_with_an_async_job_that_ignores_cancellation_still_ends_th
     await _handed_back_after_the_old_process(client, handle, signalled)
     forced = [r for r in worker.log_records() if r.get("event") == "worker-exit-forced"]
     assert len(forced) == 1, worker.output_tail()
+    assert forced[0]["jobs"] == [handle.job_id], forced  # it names the job it leaves behind
 
 
 async def test_sighup_shuts_down_gracefully_like_sigterm(

@@ -91,6 +91,7 @@ TABLE_DEFAULTS: dict[str, Any] = {
     "health_socket_path": "/tmp/taskq_health.sock",
     "health_pg_ping_timeout": 0.2,
     "health_tasks_enabled": False,
+    "health_socket_mode": 0o600,
     "notify_enabled": True,
     "notify_poll_interval": 5.0,
     "notify_health_check_interval": 5.0,
@@ -168,6 +169,7 @@ ENV_CASES: dict[str, tuple[str, Any]] = {
     "health_socket_path": ("/run/taskq.sock", "/run/taskq.sock"),
     "health_pg_ping_timeout": ("0.5", 0.5),
     "health_tasks_enabled": ("true", True),
+    "health_socket_mode": ("0660", 0o660),
     "notify_enabled": ("false", False),
     "notify_poll_interval": ("10", 10.0),
     "notify_health_check_interval": ("2", 2.0),
@@ -839,8 +841,13 @@ def test_inert_settings_names_only_those_set_to_something_else() -> None:
     assert (
         WS.load_from_dict({"health_enabled": True, "dispatch_oversample": 2}).inert_settings() == []
     )
-    # Turning off what is not there yet asks for nothing: no warning.
-    assert WS.load_from_dict({"health_enabled": False}).inert_settings() == []
+    # The health socket is built: turning it off or moving it is acted on, never named.
+    assert (
+        WS.load_from_dict(
+            {"health_enabled": False, "health_socket_path": "/run/w.sock"}
+        ).inert_settings()
+        == []
+    )
     changed = WS.load_from_dict(
         {
             # Acted on (the spans): never named.
@@ -854,3 +861,51 @@ def test_inert_settings_names_only_those_set_to_something_else() -> None:
         "TASKQ_DISPATCH_OVERSAMPLE",
         "TASKQ_PG_DSN_POOLED",
     ]
+
+
+@pytest.mark.parametrize(
+    ("field", "variable"),
+    [
+        ("poll_interval", "TASKQ_POLL_INTERVAL"),
+        ("heartbeat_command_timeout", "TASKQ_HEARTBEAT_COMMAND_TIMEOUT"),
+        ("idle_max_runtime", "TASKQ_IDLE_MAX_RUNTIME"),
+        ("watchdog_stale_floor", "TASKQ_WATCHDOG_STALE_FLOOR"),
+        ("lock_lease", "TASKQ_LOCK_LEASE"),
+        ("termination_grace_period", "TASKQ_TERMINATION_GRACE_PERIOD"),
+    ],
+)
+def test_seconds_too_large_for_timers_are_refused_naming_the_variable(
+    field: str, variable: str
+) -> None:
+    """1e12 s would overflow timers and timestamps at run time: one line naming it."""
+    with pytest.raises(ConfigurationError) as caught:
+        WorkerSettings.load_from_dict({field: 1e12})
+    message = str(caught.value)
+    assert variable in message
+    assert "must be at most 3153600000 s" in message
+    assert "\n" not in message
+
+
+def test_a_duration_too_long_for_timestamps_is_refused_naming_the_variable() -> None:
+    """A million weeks fits a timedelta but not ``now - retention``."""
+    with pytest.raises(ConfigurationError, match=r"TASKQ_PRUNE_RETENTION_PERIOD: .*at most"):
+        WorkerSettings.load_from_dict({"prune_retention_period": "1000000w"})
+
+
+def test_a_lock_budget_postgres_would_refuse_is_refused_naming_the_variable() -> None:
+    with pytest.raises(ConfigurationError, match=r"TASKQ_UNIQUE_LOCK_TIMEOUT_MS: .*2147483647"):
+        TaskQSettings.load_from_dict({"unique_lock_timeout_ms": 1e12})
+
+
+def test_a_heartbeat_command_timeout_not_below_the_lease_is_refused_at_load() -> None:
+    with pytest.raises(ConfigurationError, match=r"TASKQ_HEARTBEAT_COMMAND_TIMEOUT \(20.0\)"):
+        WorkerSettings.load_from_dict(
+            {
+                "heartbeat_command_timeout": 20,
+                "lock_lease": 20,
+                "watchdog_enabled": False,
+                "heartbeat_interval": 5,
+                "cancellation_grace_period": 5,
+                "cleanup_grace_period": 5,
+            }
+        )

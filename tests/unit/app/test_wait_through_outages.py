@@ -9,12 +9,14 @@ error only when its timeout passes with the database still failing.
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 from pydantic import BaseModel
 from tests.unit.app.test_client import RecordingClock, run_worker
 
 from taskq.adapters.memory import MemoryBackend, MemoryQueueStore
+from taskq.adapters.system_clock import SystemClock
 from taskq.app.actors import actor
 from taskq.app.client import JobsClient
 from taskq.domain.errors import JobNotFound, StoreUnavailable
@@ -86,3 +88,41 @@ async def test_a_job_that_does_not_exist_is_still_reported_at_once() -> None:
     with pytest.raises(JobNotFound):
         await asyncio.wait_for(client.handle(bill, 12345).wait(timeout=10), 5)
     assert clock.sleeps == []
+
+
+class Hanging(MemoryQueueStore):
+    """The memory store whose reads never answer once ``cut`` (a dropped network), nor
+    acknowledge their cancellation, until ``end``."""
+
+    cut = False
+    end: asyncio.Event | None = None
+
+    async def get(self, job_id: int) -> Job | None:
+        if not self.cut:
+            return await super().get(job_id)
+        assert self.end is not None
+        while not self.end.is_set():
+            try:
+                await self.end.wait()
+            except asyncio.CancelledError:
+                continue
+        raise StoreUnavailable("gone")
+
+
+async def test_wait_honours_its_timeout_when_a_poll_never_answers() -> None:
+    """Before, a read that hung held ``wait`` past its timeout for as long as the read."""
+    store = MemoryBackend(clock=SystemClock()).store()  # real time: the bound is real
+    store.__class__ = Hanging
+    hanging: Hanging = store  # type: ignore[assignment]
+    hanging.end = asyncio.Event()
+    handle = await JobsClient(store).enqueue(bill, Order(order_id=1))
+    hanging.cut = True
+    began = time.monotonic()
+    try:
+        with pytest.raises(TimeoutError, match="did not answer"):
+            await handle.wait(timeout=0.3)
+        took = time.monotonic() - began
+    finally:
+        hanging.end.set()
+        await asyncio.sleep(0.01)  # the abandoned read ends (and is reaped) before the loop
+    assert 0.3 <= took < 2.0, took

@@ -120,6 +120,7 @@ def test_float_noise_is_rounded_in_messages() -> None:
         cancellation_grace_period=0.1,
         cleanup_grace_period=0.2,
         termination_grace_period=75.0,
+        heartbeat_command_timeout=0.1,
     )
     (line,) = timing_violations(t)
     assert "= 0.3 must be < TASKQ_LOCK_LEASE (0.2)" in line
@@ -132,6 +133,7 @@ def _brute(t: TimingSettings) -> bool:
         and t.lock_lease >= 4 * t.heartbeat_interval
         and t.cancellation_grace_period + t.cleanup_grace_period < t.termination_grace_period - 5
         and t.cancellation_grace_period + t.cleanup_grace_period < t.lock_lease
+        and t.heartbeat_command_timeout < t.lock_lease
     )
 
 
@@ -244,3 +246,31 @@ def test_validate_identifier_rejects_sql_keywords(name: str) -> None:
     """Reserved SQL keywords are refused, since they cannot qualify a table unquoted."""
     with pytest.raises(InvalidIdentifierError, match="reserved SQL keyword"):
         validate_identifier(name, what="TASKQ_SCHEMA_NAME")
+
+
+# ------------------------------------------------------------- the new ceilings
+
+
+def test_a_heartbeat_command_timeout_not_below_the_lease_is_refused() -> None:
+    """A beat may wait its command timeout: one that waits the whole lease lets the
+    leases it extends expire meanwhile."""
+    # The watchdog off: its own rule would refuse so long a command timeout too.
+    t = TimingSettings(heartbeat_command_timeout=60.0, watchdog_enabled=False)  # lease 60
+    (line,) = timing_violations(t)
+    assert line.startswith(
+        "TASKQ_HEARTBEAT_COMMAND_TIMEOUT (60.0) must be < TASKQ_LOCK_LEASE (60.0)"
+    )
+    below = TimingSettings(heartbeat_command_timeout=59.0, watchdog_enabled=False)
+    assert timing_violations(below) == []
+
+
+@pytest.mark.parametrize("field", sorted(ENV_VARS.keys() - {"max_heartbeat_failures"}))
+def test_a_period_too_long_for_timers_is_refused_naming_it(field: str) -> None:
+    """1e12 s overflows datetime arithmetic (past year 9999) and thread waits: one line
+    naming the variable, not an OverflowError at run time."""
+    huge: dict[str, Any] = {field: 1e12}
+    lines = timing_violations(TimingSettings(**huge))
+    (line,) = [v for v in lines if v.startswith(ENV_VARS[field])]
+    assert line.startswith(f"{ENV_VARS[field]} (1000000000000.0) must be at most ")
+    assert "overflows" in line
+    assert "\n" not in line

@@ -15,7 +15,7 @@ from taskq.adapters.postgres.advisory_leader import (
     AdvisoryLeaderLock,
     LeaderQuery,
 )
-from taskq.adapters.postgres.dedicated import DedicatedConnection, session_setup
+from taskq.adapters.postgres.dedicated import DedicatedConnection
 from taskq.adapters.postgres.schema import Schema
 from taskq.adapters.postgres.sql_loader import numbered_queries
 from taskq.domain.errors import StoreUnavailable
@@ -62,7 +62,7 @@ class AsyncpgSession(DedicatedConnection["Connection"]):
     async def _open(self) -> Connection:
         conn = await self._replacement(self._from_dsn)
         try:
-            await conn.execute(session_setup(server_version_num(conn)))
+            await conn.execute(self._setup_sql(server_version_num(conn)))
         except CONNECTION_FAILURES as exc:
             await close_quietly(conn)
             raise StoreUnavailable(f"Postgres is unavailable: {exc}") from exc
@@ -93,6 +93,8 @@ class AsyncpgLeaderLock(AsyncpgSession, AdvisoryLeaderLock["Connection"]):
     without it one is opened lazily from ``dsn`` (the direct DSN, never a
     transaction-mode pooler, which would drop the session lock) and owned.
     ``owns_conn=True`` makes a given ``conn`` TaskQ's: closed on ``close()``.
+    ``dead_peer_timeout`` sets the server-side keepalives of every session it
+    opens (see ``postgres.keepalive``); a caller's ``conn`` is left as it is.
     """
 
     role = "leader_conn"
@@ -106,9 +108,14 @@ class AsyncpgLeaderLock(AsyncpgSession, AdvisoryLeaderLock["Connection"]):
         operation_timeout: float = OPERATION_TIMEOUT,
         owns_conn: bool = False,
         connect: Callable[[], Awaitable[Connection]] | None = None,
+        dead_peer_timeout: float | None = None,
     ) -> None:
         super().__init__(
-            schema=schema, conn=conn, operation_timeout=operation_timeout, owns_conn=owns_conn
+            schema=schema,
+            conn=conn,
+            operation_timeout=operation_timeout,
+            owns_conn=owns_conn,
+            dead_peer_timeout=dead_peer_timeout,
         )
         self._dsn = dsn
         self._set_source(connect, given=conn is not None and not owns_conn)

@@ -16,7 +16,12 @@ closes that connection; the ownership rules and the loss handling are here:
 
 Every query runs under one mutex (one connection runs one query at a time)
 and a timeout, so a silent network partition counts as a loss instead of a
-hang.
+hang. That bounds this side only: the server keeps a cut-off session, and the
+lock with it, until TCP tells it the peer is gone, which for an idle session
+takes the kernel's keepalive (two hours and more). So a session this lock
+opens sets its own keepalives (``dead_peer_timeout``, the worker's lease; see
+``postgres.keepalive``): a leader cut off silently frees the lock for another
+worker within about that long.
 """
 
 from __future__ import annotations
@@ -27,7 +32,8 @@ import logging
 from abc import abstractmethod
 from typing import Final, Literal, TypeVar
 
-from taskq.adapters.postgres.dedicated import DedicatedConnection
+from taskq.adapters.postgres.dedicated import DedicatedConnection, session_setup
+from taskq.adapters.postgres.keepalive import keepalive_setup
 from taskq.adapters.postgres.schema import Schema
 from taskq.domain.errors import StoreUnavailable
 
@@ -59,8 +65,11 @@ class AdvisoryLeaderLock(DedicatedConnection[C]):
         conn: C | None,
         operation_timeout: float = OPERATION_TIMEOUT,
         owns_conn: bool = False,
+        dead_peer_timeout: float | None = None,
     ) -> None:
         self.schema = schema
+        # None: the server's own keepalive settings (the kernel's, unless configured).
+        self._dead_peer_timeout = dead_peer_timeout
         self.lock_key = schema.lock_key(LEADER_LOCK_PURPOSE)
         self._conn = conn
         # owns_conn: a given connection TaskQ made (a factory's), so closed like a DSN-opened one.
@@ -81,6 +90,12 @@ class AdvisoryLeaderLock(DedicatedConnection[C]):
     @abstractmethod
     async def _query(self, conn: C, name: LeaderQuery) -> bool:
         """Run ``name`` from ``leader.sql`` with ``lock_key`` and return its one boolean."""
+
+    def _setup_sql(self, server_version_num: int) -> str:
+        setup = [session_setup(server_version_num)]
+        if self._dead_peer_timeout is not None:
+            setup += keepalive_setup(self._dead_peer_timeout, server_version_num)
+        return "; ".join(setup)
 
     # --- the port --------------------------------------------------------------------
 
@@ -163,7 +178,15 @@ class AdvisoryLeaderLock(DedicatedConnection[C]):
             return conn, False
         if conn is not None:
             await self._forget(conn)
-        conn = await self._open()
+        try:
+            # Bounded like a query: a server that accepts and never answers (a silent
+            # partition) would hold the connect for the driver's own timeout (asyncpg: 60 s).
+            async with asyncio.timeout(self._timeout):
+                conn = await self._open()
+        except TimeoutError as exc:
+            raise StoreUnavailable(
+                f"leader lock connection not opened within {self._timeout:g}s"
+            ) from exc
         self._conn, self._conn_owned = conn, True
         return conn, True
 

@@ -80,6 +80,10 @@ class DedicatedConnection(ABC, Generic[C]):
         """Everything that means a connection failed: the driver's errors, OS errors, timeouts."""
         return (*self.driver_errors, OSError)
 
+    def _setup_sql(self, server_version_num: int) -> str:
+        """What a session this holder opens sends first (a subclass may add to it)."""
+        return session_setup(server_version_num)
+
     @abstractmethod
     async def _open(self) -> C:
         """Open an owned autocommit connection from the DSN; raise ``StoreUnavailable`` if not."""

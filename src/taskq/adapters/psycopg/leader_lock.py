@@ -18,7 +18,7 @@ from taskq.adapters.postgres.advisory_leader import (
     AdvisoryLeaderLock,
     LeaderQuery,
 )
-from taskq.adapters.postgres.dedicated import DedicatedConnection, session_setup
+from taskq.adapters.postgres.dedicated import DedicatedConnection
 from taskq.adapters.postgres.driver import error_reason as _reason
 from taskq.adapters.postgres.dsn import dsn_location, scrub_password
 from taskq.adapters.postgres.schema import Schema
@@ -109,7 +109,7 @@ class PsycopgSession(DedicatedConnection["Connection"]):
     async def _open(self) -> Connection:
         conn = await self._replacement(self._from_dsn)
         try:
-            await conn.execute(session_setup(conn.info.server_version))
+            await conn.execute(self._setup_sql(conn.info.server_version))
         except CONNECTION_FAILURES as exc:
             await close_quietly(conn)
             raise StoreUnavailable(f"Postgres is unavailable: {exc}") from exc
@@ -137,6 +137,8 @@ class PsycopgLeaderLock(PsycopgSession, AdvisoryLeaderLock["Connection"]):
     direct DSN, never a transaction-mode pooler) and owned; ``connect`` (a
     ``leader_conn_factory``) makes every replacement session instead.
     ``owns_conn=True`` makes a given ``conn`` TaskQ's: closed on ``close()``.
+    ``dead_peer_timeout`` sets the server-side keepalives of every session it
+    opens (see ``postgres.keepalive``); a caller's ``conn`` is left as it is.
     """
 
     role = "leader_conn"
@@ -150,9 +152,14 @@ class PsycopgLeaderLock(PsycopgSession, AdvisoryLeaderLock["Connection"]):
         operation_timeout: float = OPERATION_TIMEOUT,
         owns_conn: bool = False,
         connect: Callable[[], Awaitable[Connection]] | None = None,
+        dead_peer_timeout: float | None = None,
     ) -> None:
         super().__init__(
-            schema=schema, conn=conn, operation_timeout=operation_timeout, owns_conn=owns_conn
+            schema=schema,
+            conn=conn,
+            operation_timeout=operation_timeout,
+            owns_conn=owns_conn,
+            dead_peer_timeout=dead_peer_timeout,
         )
         self._dsn = dsn
         self._set_source(connect, given=conn is not None and not owns_conn)

@@ -203,6 +203,8 @@ def _settings(session: _Session, dsn: str) -> WorkerSettings:
             "client_pool_size": 4,
             "dispatcher_pool_size": 2,
             "heartbeat_pool_size": 2,
+            # Nothing probes the demo's worker; off, it runs beside a worker that holds
+            # the default socket (docs/operations.md, "One socket per worker").
             "health_enabled": False,
             "log_format": "console",
             # A safety net: a healthy run takes seconds.

@@ -63,6 +63,7 @@ from taskq.app.observability.tracing import Tracing
 from taskq.app.worker import attempt_log, attempt_span, events
 from taskq.app.worker.actor_threads import ActorThreads, ThreadHooks
 from taskq.app.worker.batching import GroupCommit
+from taskq.app.worker.exit_guard import JOB_TASK_PREFIX
 from taskq.app.worker.hand_back import until_this_process_ends
 from taskq.app.worker.limits import NO_LIMITS, ActorLimits, Denied, declares_limits
 from taskq.app.worker.protocols import ActorScopes
@@ -71,7 +72,7 @@ from taskq.app.worker.start_gate import StartGate, needs_gate
 from taskq.app.worker.start_marks import StartMarks
 from taskq.app.worker.state import ActiveJob, WorkerState
 from taskq.app.worker.timeouts import TIMED_OUT_REASONS, AttemptTimers, timed_out
-from taskq.app.worker.waiting import kept, until_stopped
+from taskq.app.worker.waiting import bounded_store_call, kept, until_stopped
 from taskq.domain.cancel import consumer_skips_mark_cancelled
 from taskq.domain.errors import LeaseLost, PayloadValidationError, TaskQError
 from taskq.domain.job import ClaimedJob
@@ -358,7 +359,7 @@ class Dispatcher:
     ) -> Outcome | None:
         job, ref = active.job, active.ref
         attempt_log.started(job)
-        coro, name = self._invoke(active, payload, ctx), f"taskq-job-{job.id}"
+        coro, name = self._invoke(active, payload, ctx), f"{JOB_TASK_PREFIX}{job.id}"
         # The attempt's span is current in the actor's task (None: a copy of this one's).
         context = None if active.span is None else attempt_span.task_context(active.span)
         if (
@@ -679,9 +680,12 @@ class Dispatcher:
         state = self.state
         state.writing.add(job.id)
         try:
-            # Past the shutdown, bounded: during an outage (psycopg waits its pool's
-            # timeout for a connection) the worker must still exit; the lease covers it.
-            task = asyncio.ensure_future(write)
+            # Bounded, so a network that stopped answering cannot hold the slot (and a
+            # stopping worker) for the kernel's TCP timeouts; past the shutdown, given up
+            # on sooner still. What did not land is left to the lease.
+            task = asyncio.ensure_future(
+                bounded_store_call(state.clock, state.settings.heartbeat_command_timeout, write)
+            )
             kept(task)
             await until_stopped(
                 state.clock,
@@ -857,8 +861,9 @@ def log_interrupted(active: ActiveJob, retryable: bool, why: str) -> None:
     """Say what became of an interrupted job: waiting again, or abandoned (non-retryable)."""
     if retryable:
         events.emit(
+            # INFO: every deploy interrupts jobs this way, and each simply runs again.
             events.JOB_INTERRUPTED,
-            logging.WARNING,
+            logging.INFO,
             **attempt_log.job_fields(active),
             reason=why,
             then="waits again; the attempt is not counted",

@@ -15,11 +15,14 @@ cancellation), and another worker should not start them alongside it.
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 from typing import Final
 
+from taskq.app.worker import events
+from taskq.app.worker.attempt_log import job_fields
 from taskq.app.worker.exit_guard import EXIT_GRACE
-from taskq.app.worker.state import WorkerState
+from taskq.app.worker.state import ActiveJob, WorkerState
 from taskq.app.worker.waiting import with_timeout
 from taskq.domain.errors import TaskQError
 from taskq.ports.store_params import Isolation
@@ -58,13 +61,47 @@ async def hand_back(
         error_class=error_class,
         error=error,
     )
+    held = list(state.active)  # what this process knows of each job, before the write
     try:
         # Abandoned on timeout: a blackholed connection can hang the cancellation too.
-        return await with_timeout(
+        handed: list[int] | None = await with_timeout(
             state.clock, budget, state.store.isolate_worker(request), abandon=True
         )
     except (TaskQError, TimeoutError, OSError):
-        return None
+        handed = None
+    _log_each(held, handed, error_class)
+    return handed
+
+
+def _log_each(held: list[ActiveJob], handed: list[int] | None, why: str) -> None:
+    """One line per job the worker lets go of, naming it: handed back, or (the write did
+    not land) left to its lease and the leader's sweep."""
+    known = {active.job.id: active for active in held}
+    if handed is None:
+        for active in held:
+            events.emit(
+                events.JOB_LEFT_TO_LEASE,
+                logging.WARNING,
+                **job_fields(active),
+                reason=why,
+                then="the hand-back did not land: the leader takes it back when its lease ends",
+            )
+        return
+    for job_id in handed:
+        mine = known.get(job_id)  # None: claimed but never taken by a consumer
+        fields = job_fields(mine) if mine is not None else {"job_id": job_id}
+        retryable = mine is None or mine.ref.retry.kind != "non_retryable"
+        events.emit(
+            events.JOB_HANDED_BACK,
+            logging.INFO if retryable else logging.WARNING,
+            **fields,
+            reason=why,
+            then=f"waits again in {HANDBACK_RETRY_DELAY.total_seconds():g}s; the attempt is "
+            "not counted"
+            if retryable
+            else "crashed if it had started (a non_retryable job never runs twice); "
+            "else waits again",
+        )
 
 
 __all__ = ["HANDBACK_RETRY_DELAY", "LEAVING_BUDGET", "hand_back", "until_this_process_ends"]

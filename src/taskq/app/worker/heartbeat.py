@@ -43,7 +43,13 @@ from taskq.app.worker.exit_codes import ExitCode
 from taskq.app.worker.hand_back import hand_back
 from taskq.app.worker.startup import worker_info
 from taskq.app.worker.state import ActiveJob, WorkerState
-from taskq.app.worker.waiting import first_done, kept, wait_event, with_timeout
+from taskq.app.worker.waiting import (
+    bounded_store_call,
+    first_done,
+    kept,
+    wait_event,
+    with_timeout,
+)
 from taskq.domain.cancel import CancelTask, PersistForced, QueueAbandon, SetCancelEvent
 from taskq.domain.cancel_phase import CancelPhase
 from taskq.domain.errors import LeaseLost, StoreTimeout, TaskQError
@@ -366,7 +372,12 @@ async def _apply_cancel_phases(state: WorkerState, report: HeartbeatReport) -> l
             )
         elif isinstance(action, PersistForced):
             try:
-                await state.store.escalate_cancel(active.job.lease)
+                # Bounded: an unanswered write here would hold the heartbeat loop itself.
+                await bounded_store_call(
+                    state.clock,
+                    state.settings.heartbeat_command_timeout,
+                    state.store.escalate_cancel(active.job.lease),
+                )
             except TaskQError as exc:
                 events.emit(
                     events.JOB_WRITE_FAILED,
@@ -412,10 +423,14 @@ def _flag_lost_leases(
 async def _abandon(state: WorkerState, active: ActiveJob) -> None:
     job = active.job
     try:
-        await asyncio.shield(
-            state.store.finish(
-                Finish(lease=job.lease, status=JobStatus.ABANDONED, error=_ABANDON_MESSAGE)
-            )
+        await bounded_store_call(
+            state.clock,
+            state.settings.heartbeat_command_timeout,
+            asyncio.shield(
+                state.store.finish(
+                    Finish(lease=job.lease, status=JobStatus.ABANDONED, error=_ABANDON_MESSAGE)
+                )
+            ),
         )
     except LeaseLost:
         pass  # it finished (or was reclaimed) meanwhile: nothing to abandon

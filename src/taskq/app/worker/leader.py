@@ -44,7 +44,7 @@ from taskq.app.worker import events
 from taskq.app.worker import stranded as stranded_jobs
 from taskq.app.worker.schedule import Schedule, daily_schedule
 from taskq.app.worker.state import WorkerState
-from taskq.app.worker.waiting import wait_event, with_timeout
+from taskq.app.worker.waiting import until_stopped, wait_event, with_timeout
 from taskq.domain.errors import TaskQError
 from taskq.domain.status import TERMINAL
 from taskq.ports.store_params import PrunePolicy, ReclaimReport
@@ -91,8 +91,17 @@ async def run_leader(state: WorkerState) -> None:
 
 
 async def _try_acquire(state: WorkerState) -> bool:
+    # Given up soon after the shutdown: a worker leaving must not wait out an election
+    # on a dead network (a lock taken meanwhile goes with the session at close).
     try:
-        return await state.ports.leader_lock.try_acquire()
+        return await until_stopped(
+            state.clock,
+            state.ports.leader_lock.try_acquire(),
+            state.shutdown_event,
+            state.settings.heartbeat_command_timeout,
+        )
+    except TimeoutError:
+        return False
     except TaskQError as exc:
         events.emit(events.LEADER_TASK_FAILED, logging.WARNING, task="election", error=str(exc))
         return False
@@ -269,6 +278,36 @@ async def _publish_wake(state: WorkerState) -> None:
         await notifier.publish("")
 
 
+#: What became of a reclaimed job, by the report's list it is in.
+_RECLAIMED_THEN: Final = {
+    "repended": "waits again; the attempt counts (its worker died or went silent while it ran)",
+    "unstarted": "waits again; its worker never started it, so the attempt is kept",
+    "crashed": "crashed: its attempts are used up",
+    "cancelled": "cancelled: a cancel had been requested",
+}
+
+
+def _log_each_reclaimed(report: ReclaimReport) -> None:
+    """One ``job-reclaimed`` line per job, beside the summary: a job's own history in the
+    logs (grep its id) then says where it went."""
+    unstarted = set(report.unstarted)
+    for kind, ids in (
+        ("repended", report.repended),
+        ("crashed", report.crashed),
+        ("cancelled", report.cancelled),
+    ):
+        for job_id in ids:
+            became = "unstarted" if kind == "repended" and job_id in unstarted else kind
+            events.emit(
+                events.JOB_RECLAIMED,
+                logging.WARNING,
+                job_id=job_id,
+                outcome=kind,
+                started=job_id not in unstarted,
+                then=_RECLAIMED_THEN[became],
+            )
+
+
 async def promote(state: WorkerState) -> None:
     """Scheduled jobs that are due become pending; one wake-up when any did."""
     if await state.store.promote_scheduled():
@@ -288,6 +327,7 @@ async def reclaim(state: WorkerState) -> ReclaimReport:
             # The dead worker never started these: their attempt is kept.
             unstarted=list(report.unstarted),
         )
+        _log_each_reclaimed(report)
     if report.repended:
         await _publish_wake(state)
     return report

@@ -14,8 +14,10 @@ worker can run left.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import logging
+import signal
 import sys
 from typing import TYPE_CHECKING
 
@@ -23,7 +25,7 @@ from taskq.app.actors import registry_from
 from taskq.app.settings import WorkerSettings
 from taskq.app.worker import events
 from taskq.app.worker.exit_codes import ExitCode
-from taskq.app.worker.exit_guard import ExitGuard, holding_threads
+from taskq.app.worker.exit_guard import ExitGuard, holding_threads, running_job_ids
 from taskq.app.worker.protocols import DependenciesLike
 from taskq.app.worker.runtime import Worker
 from taskq.app.worker.shutdown import install_signal_handlers
@@ -65,6 +67,7 @@ def worker_main(
     from closing; threads that are not daemons keep the interpreter from
     exiting), the process ends with the exit code (``worker-exit-forced``).
     """
+    _ignore_task_dump_signal()  # until the worker takes it, once its ports are open
     events.configure_logging(log_format=settings.log_format, level=settings.log_level)
     # This call owns the process: what was imported and built so far lives as long as it
     # does, so the cyclic GC need not walk it again (full collections would otherwise
@@ -92,14 +95,27 @@ def worker_main(
                 )
             )
         finally:
+            # The worker's handler is gone (asyncio restores the default, which ends
+            # the process): a SIGUSR2 while the process winds down is ignored instead.
+            _ignore_task_dump_signal()
             # Closing the loop waits for every task; one that ignores cancellation (a job
             # the shutdown gave up on) would hold it, and the process, forever.
-            guard.arm(code)
+            guard.arm(code, running_job_ids(runner.get_loop()))
     if problem is not None:
         print(f"taskq: {problem}", file=sys.stderr)
     if not holding_threads():
         guard.disarm()  # nothing left to hold the exit; else the guard ends the process
     return code
+
+
+def _ignore_task_dump_signal() -> None:
+    """Ignore SIGUSR2, whose default action ends the process, while the worker does not
+    handle it (before its ports are open, after it stopped). ``taskq worker`` does so
+    first thing too (``taskq.app.cli``); off the main thread it cannot, and need not."""
+    if not hasattr(signal, "SIGUSR2"):
+        return
+    with contextlib.suppress(ValueError):
+        signal.signal(signal.SIGUSR2, signal.SIG_IGN)
 
 
 async def run_worker(
@@ -123,7 +139,8 @@ async def run_worker(
     routes SIGTERM/SIGINT to the worker's graceful shutdown while it runs
     (only possible on the main thread; skipped elsewhere). With an injected
     ``clock`` (a fake one in tests) a watchdog trip makes this return 2
-    instead of ending the process, and the real-time loop-lag thread is off.
+    instead of ending the process, and the real-time loop-lag thread and the
+    health socket are off.
     """
     code, _ = await _run(
         settings,
@@ -186,6 +203,7 @@ async def _run(
         force_update_actor_config=force_update_actor_config,
         hard_trip=own_clock,
         loop_lag=own_clock,
+        serve_health=own_clock,
     )
     remove_handlers = install_signal_handlers(worker.orchestrator) if handle_signals else None
     try:

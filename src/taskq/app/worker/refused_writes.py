@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from taskq.app.worker import events
+from taskq.domain.job import Lease
 from taskq.domain.outcomes import exception_text
 from taskq.domain.status import JobStatus
 from taskq.ports.queue_store import JobFinisher
@@ -41,29 +42,40 @@ class FailedInstead:
 Written = bool | FailedInstead
 #: A write's answer, or why it did not land.
 Answer = Written | Exception
+#: How each ``finish_many`` round trip is awaited (the worker bounds it in time).
+Bound = Callable[[Awaitable[list[Lease]]], Awaitable[list[Lease]]]
 
 
-def finish_flush(store: JobFinisher) -> Callable[[Sequence[Finish]], Awaitable[Sequence[Answer]]]:
-    """The completer's flush: ``outcomes`` in one round trip; one by one if refused."""
+def _unbounded(work: Awaitable[list[Lease]]) -> Awaitable[list[Lease]]:
+    return work
+
+
+def finish_flush(
+    store: JobFinisher, *, bound: Bound = _unbounded
+) -> Callable[[Sequence[Finish]], Awaitable[Sequence[Answer]]]:
+    """The completer's flush: ``outcomes`` in one round trip; one by one if refused.
+    Each round trip is awaited through ``bound``."""
 
     async def flush(outcomes: Sequence[Finish]) -> Sequence[Answer]:
         try:
-            lost = set(await store.finish_many(outcomes))
+            lost = set(await bound(store.finish_many(outcomes)))
         except UNSTORABLE:
-            return await write_one_by_one(store, outcomes)
+            return await write_one_by_one(store, outcomes, bound=bound)
         return [outcome.lease in lost for outcome in outcomes]
 
     return flush
 
 
-async def write_one_by_one(store: JobFinisher, outcomes: Sequence[Finish]) -> list[Answer]:
+async def write_one_by_one(
+    store: JobFinisher, outcomes: Sequence[Finish], *, bound: Bound = _unbounded
+) -> list[Answer]:
     """Each of ``outcomes`` in a round trip of its own; a refused one fails its job instead."""
     answers: list[Answer] = []
     for index, outcome in enumerate(outcomes):
         try:
-            lost = await store.finish_many([outcome])
+            lost = await bound(store.finish_many([outcome]))
         except UNSTORABLE as exc:
-            answers.append(await _fail_instead(store, outcome, exc))
+            answers.append(await _fail_instead(store, outcome, exc, bound))
         except Exception as exc:
             # The database failed: this write and the rest are retried (the consumers
             # retry each with backoff), not tried here one slow failure after another.
@@ -74,7 +86,9 @@ async def write_one_by_one(store: JobFinisher, outcomes: Sequence[Finish]) -> li
     return answers
 
 
-async def _fail_instead(store: JobFinisher, outcome: Finish, refusal: Exception) -> Answer:
+async def _fail_instead(
+    store: JobFinisher, outcome: Finish, refusal: Exception, bound: Bound
+) -> Answer:
     reason = f"{type(refusal).__name__}: {exception_text(refusal)}"
     events.emit(
         events.JOB_WRITE_FAILED,
@@ -93,7 +107,7 @@ async def _fail_instead(store: JobFinisher, outcome: Finish, refusal: Exception)
         now=outcome.now,
     )
     try:
-        return FailedInstead(lost=bool(await store.finish_many([failure])))
+        return FailedInstead(lost=bool(await bound(store.finish_many([failure]))))
     except Exception as exc:
         return exc
 

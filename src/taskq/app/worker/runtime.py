@@ -29,6 +29,7 @@ import random
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
+from functools import partial
 from typing import Any
 
 from opentelemetry.metrics import MeterProvider
@@ -45,6 +46,7 @@ from taskq.app.worker.batching import GroupCommit
 from taskq.app.worker.consumer import Completer, Dispatcher
 from taskq.app.worker.exit_codes import ExitCode
 from taskq.app.worker.hand_back import LEAVING_BUDGET, hand_back
+from taskq.app.worker.health import health_server
 from taskq.app.worker.heartbeat import run_heartbeat
 from taskq.app.worker.leader import run_leader
 from taskq.app.worker.listener import run_listener
@@ -58,7 +60,7 @@ from taskq.app.worker.start_gate import StartGate
 from taskq.app.worker.start_marks import StartMarks
 from taskq.app.worker.state import WorkerState
 from taskq.app.worker.until_idle import run_until_idle
-from taskq.app.worker.waiting import with_timeout
+from taskq.app.worker.waiting import bounded_store_call, with_timeout
 from taskq.app.worker.watchdog import (
     LoopLagMonitor,
     ShutdownWatchdog,
@@ -93,8 +95,11 @@ class Worker:
     ``tracer_provider``: where the attempts' CONSUMER spans go instead of the
     global provider (``TASKQ_OTEL_ENABLED=false``: nowhere); ``meter_provider``
     likewise for the OTel instruments. ``metrics_registry``: the Prometheus
-    registry the worker's metrics are registered on (``/metrics`` renders it);
-    None: one of its own. Either way it is :attr:`metrics_registry`.
+    registry the worker's metrics are registered on (the health socket's
+    ``/metrics`` renders it); None: one of its own. Either way it is
+    :attr:`metrics_registry`. ``serve_health`` serves the health socket as
+    ``TASKQ_HEALTH_*`` say (``worker_main`` and ``run_worker`` on the real clock
+    do; a worker on a fake clock has no socket).
     """
 
     def __init__(
@@ -115,6 +120,7 @@ class Worker:
         tracer_provider: TracerProvider | None = None,
         meter_provider: MeterProvider | None = None,
         metrics_registry: CollectorRegistry | None = None,
+        serve_health: bool = False,
     ) -> None:
         self.settings = settings
         #: The attempts' spans go to ``tracer_provider``, else the global one (no SDK: none).
@@ -150,6 +156,7 @@ class Worker:
         )
         self.hard_trip = hard_trip
         self.loop_lag = loop_lag
+        self.serve_health = serve_health
         #: Why the worker refused to start or stopped itself (printed by the CLI), else None.
         self.problem: str | None = None
         self._siblings: dict[str, asyncio.Task[None]] = {}
@@ -181,7 +188,35 @@ class Worker:
     # -- run -----------------------------------------------------------------------------
 
     async def run(self) -> int:
-        """Bootstrap, run until shut down, tear down; returns the process exit code."""
+        """Bootstrap, run until shut down, tear down; returns the process exit code.
+
+        The health server (``TASKQ_HEALTH_ENABLED``) serves from before the start-up
+        until the worker deregistered; a socket another live worker holds refuses the
+        start (exit 1).
+        """
+        server = health_server(
+            self.state,
+            self.metrics_registry,
+            phase=lambda: self.orchestrator.phase,
+            started=lambda: bool(self._siblings),
+            serve=self.serve_health,
+        )
+        if server is None:
+            return await self._run()
+        try:
+            server.start()
+        except Exception as exc:  # the socket is taken or unusable (TaskQError), or a bug
+            what = "" if isinstance(exc, TaskQError) else "the health server could not start: "
+            return self._refuse(exc, what=what)
+        events.emit(events.WORKER_HEALTH_SERVING, socket=server.path)
+        try:
+            return await self._run()
+        finally:
+            # Off the loop: closing waits for requests in flight, and /live's wait on
+            # this very loop would otherwise hold it for its budget.
+            await asyncio.to_thread(server.stop)
+
+    async def _run(self) -> int:
         self._run_task = asyncio.current_task()
         dependencies = self.dependencies if self.dependencies is not None else _no_dependencies()
         try:
@@ -262,10 +297,13 @@ class Worker:
         store = state.store
         marks = StartMarks(state)
         state.start_marks = marks
-        gate = StartGate(store, max_batch=MAX_WRITE_BATCH)
+        call_timeout = self.settings.heartbeat_command_timeout
+        gate = StartGate(
+            store, max_batch=MAX_WRITE_BATCH, clock=state.clock, call_timeout=call_timeout
+        )
         completer: Completer = GroupCommit(
             "completions",
-            finish_flush(store),
+            finish_flush(store, bound=partial(bounded_store_call, state.clock, call_timeout)),
             max_batch=MAX_WRITE_BATCH,
             prepare=marks.restamp,
         )

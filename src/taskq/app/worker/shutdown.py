@@ -37,7 +37,7 @@ import signal
 from collections import deque
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
-from typing import Final
+from typing import Any, Final
 
 from taskq.app.worker import events
 from taskq.app.worker.consumer import WORKER_SHUTDOWN, log_interrupted
@@ -266,6 +266,23 @@ class ShutdownOrchestrator:
             discarded_local=len(cleared),
             in_flight=state.active.busy,
         )
+        for job in cleared:  # one line per job given back unrun, naming it
+            fields: dict[str, Any] = {"job_id": job.id, "actor": job.actor, "queue": job.queue}
+            if drained is not None or job.started:
+                events.emit(
+                    events.JOB_HANDED_BACK,
+                    **fields,
+                    reason="drain",
+                    then="never started here: waits again where it was in line, its attempt kept",
+                )
+            else:
+                events.emit(
+                    events.JOB_LEFT_TO_LEASE,
+                    logging.WARNING,
+                    **fields,
+                    reason="drain",
+                    then="the drain did not land: pending again when its lease ends",
+                )
 
     async def _give_back(self, lease: Lease, job_id: int) -> None:
         """Release a job that never ran (attempt refunded); a failure leaves it to its lease."""

@@ -32,8 +32,10 @@ from collections.abc import Sequence
 from typing import Final
 
 from taskq.app.worker.batching import GroupCommit
+from taskq.app.worker.waiting import bounded_store_call
 from taskq.domain.job import ClaimedJob, Lease
 from taskq.domain.retry import RetryPolicy
+from taskq.ports.clock import Clock
 from taskq.ports.queue_store import JobClaimer
 
 #: Most marks one round trip carries.
@@ -50,8 +52,17 @@ def needs_gate(job: ClaimedJob, policy: RetryPolicy) -> bool:
 class StartGate:
     """Batched ``mark_started`` writes that gated jobs wait for; run :meth:`run` as a task."""
 
-    def __init__(self, store: JobClaimer, *, max_batch: int = MAX_MARK_BATCH) -> None:
+    def __init__(
+        self,
+        store: JobClaimer,
+        *,
+        max_batch: int = MAX_MARK_BATCH,
+        clock: Clock | None = None,
+        call_timeout: float | None = None,
+    ) -> None:
+        """``clock`` and ``call_timeout`` bound each mark write (both or neither)."""
         self._store = store
+        self._bound = (clock, call_timeout) if clock and call_timeout else None
         self._marks: GroupCommit[Lease, bool] = GroupCommit(
             "start gate", self._flush, max_batch=max_batch
         )
@@ -72,7 +83,10 @@ class StartGate:
         await self._marks.close(runner)
 
     async def _flush(self, leases: Sequence[Lease]) -> list[bool | Exception]:
-        lost = set(await self._store.mark_started(leases))
+        marking = self._store.mark_started(leases)
+        if self._bound is not None:
+            marking = bounded_store_call(*self._bound, marking)
+        lost = set(await marking)
         return [lease not in lost for lease in leases]
 
 

@@ -10,6 +10,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
+from taskq.domain.errors import StoreTimeout
 from taskq.ports.clock import Clock
 
 T = TypeVar("T")
@@ -134,6 +135,29 @@ async def with_timeout(
             await _cancel_all([task])
         raise TimeoutError(f"gave up after {seconds:g}s")
     return task.result()
+
+
+async def bounded_store_call(clock: Clock, seconds: float, work: Awaitable[T]) -> T:
+    """``await work``, a store call the worker makes, given up after ``seconds``.
+
+    The worker's store has no per-call bound of its own (a caller's pool keeps its
+    settings), so every call the worker makes outside the heartbeat goes through
+    here with ``TASKQ_HEARTBEAT_COMMAND_TIMEOUT``: on a network that stopped
+    answering, a write or a wait for a pool connection would otherwise hang for
+    the kernel's TCP timeouts. Past the bound the call is abandoned (its
+    cancellation can hang as long) and fails as a ``StoreTimeout``, a store
+    failure like any other: retried where a failed write is retried.
+    """
+    try:
+        return await with_timeout(clock, seconds, work, abandon=True)
+    except TimeoutError as exc:
+        raise StoreTimeout(
+            f"the store did not answer within TASKQ_HEARTBEAT_COMMAND_TIMEOUT={seconds:g}s, "
+            "so the call was given up (a database or network that stopped answering, or "
+            "no free connection); a write may or may not have been applied",
+            waited_for="the store's answer",
+            timeout=seconds,
+        ) from exc
 
 
 async def until_stopped(clock: Clock, work: Awaitable[T], stop: LatchEvent, grace: float) -> T:

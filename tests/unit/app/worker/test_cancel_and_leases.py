@@ -295,10 +295,16 @@ async def test_failing_heartbeats_isolate_the_worker(
     assert code == 1
     [isolated] = events_named(caplog, events.WORKER_ISOLATED)
     assert fields(isolated)["consecutive_failures"] == 4
+    # The hand-back could not land either: each job it held is named, left to its lease.
+    [left] = events_named(caplog, events.JOB_LEFT_TO_LEASE)
+    assert (fields(left)["actor"], fields(left)["attempt"]) == ("blocker", 1)
 
 
 async def test_isolate_hands_running_jobs_back(
-    backend: MemoryBackend, clock: FakeClock, client: MemoryQueueStore
+    backend: MemoryBackend,
+    clock: FakeClock,
+    client: MemoryQueueStore,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     """When the isolate write lands, the worker's running jobs go back to wait 5 s."""
     job_id = (await client.enqueue(blocker.new_job({"name": "x"}, now=clock.now()))).job_id
@@ -316,6 +322,9 @@ async def test_isolate_hands_running_jobs_back(
     assert handed_back.status is JobStatus.SCHEDULED
     attempts = await client.attempts(job_id)
     assert attempts[-1].error_class == "HeartbeatLost"
+    [line] = events_named(caplog, events.JOB_HANDED_BACK)  # one line naming the job
+    assert fields(line)["job_id"] == job_id
+    assert (fields(line)["actor"], fields(line)["reason"]) == ("blocker", "HeartbeatLost")
 
 
 async def test_a_job_that_finishes_without_looking_at_the_cancel_succeeds(

@@ -127,11 +127,13 @@ async def test_a_gated_job_cancelled_while_its_start_mark_is_under_way_is_not_in
 ) -> None:
     """Job 2 (non_retryable, claimed ahead) is taken by the consumer once job 1 ends and
     waits for its start mark; a heartbeat delivers its cancel meanwhile: once the mark
-    lands its actor is not called, and it ends cancelled."""
+    lands its actor is not called, and it ends cancelled. (Beats every 2 s: the mark is
+    under way for less than TASKQ_HEARTBEAT_COMMAND_TIMEOUT, past which it is given up.)"""
     store = HeldMarks(backend.store())
     first = (await client.enqueue(work.new_job({"n": 1}, now=clock.now()))).job_id
     second = (await client.enqueue(once.new_job({"n": 2}, now=clock.now()))).job_id
-    run = WorkerRun(backend, clock, REGISTRY, make_settings(**SETTINGS), store=store)
+    settings = make_settings(**{**SETTINGS, "heartbeat_interval": 2})
+    run = WorkerRun(backend, clock, REGISTRY, settings, store=store)
     await run.start()
     await run.advance(1)
     RELEASE.set()
@@ -141,7 +143,7 @@ async def test_a_gated_job_cancelled_while_its_start_mark_is_under_way_is_not_in
     assert second in run.state.active
     assert await client.request_cancel(second) is JobStatus.RUNNING
 
-    await run.advance(10)  # the next heartbeat: the cancel reaches the waiting job
+    await run.advance(3)  # the next heartbeat: the cancel reaches the waiting job
     assert [fields(r)["job_id"] for r in events_named(caplog, events.JOB_CANCEL_REQUESTED)] == [
         second
     ]

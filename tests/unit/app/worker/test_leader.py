@@ -87,6 +87,9 @@ async def test_the_leader_reclaims_a_dead_workers_job_as_its_lease_expires(
         "cancelled": [],
         "unstarted": [],
     }
+    [line] = events_named(caplog, events.JOB_RECLAIMED)  # and one line naming the job
+    assert fields(line)["job_id"] == job_id
+    assert (fields(line)["outcome"], fields(line)["started"]) == ("repended", True)
     await run.advance(120)  # two lock_leases without a heartbeat: the row is gone
     assert [w.worker_id for w in await client.list_workers()] == [run.worker.worker_id]
     assert await run.stop() == 0

@@ -65,6 +65,7 @@ def _settings(lease: float, heartbeat: float) -> Any:
         cancellation_grace_period=min(30.0, lease / 4),
         cleanup_grace_period=min(10.0, lease / 4),
         termination_grace_period=max(10.0, lease),
+        heartbeat_command_timeout=min(5.0, lease / 2),
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from datetime import timedelta
 
 import pytest
@@ -134,10 +135,18 @@ async def test_drain_repends_claimed_but_unstarted_jobs(
     assert await client.attempts(queued) == []
     phases = [fields(r)["phase"] for r in events_named(caplog, events.SHUTDOWN_PHASE)]
     assert phases == ["DRAINING", "DRAINED", "CANCELLING", "DONE"]
+    # One line per job: the queued one given back unrun, the running one interrupted.
+    [given] = events_named(caplog, events.JOB_HANDED_BACK)
+    assert (fields(given)["job_id"], fields(given)["reason"]) == (queued, "drain")
+    [interrupted] = events_named(caplog, events.JOB_INTERRUPTED)
+    assert fields(interrupted)["job_id"] == running
 
 
 async def test_forcing_interrupts_tasks_that_ignore_the_event(
-    backend: MemoryBackend, clock: FakeClock, client: MemoryQueueStore
+    backend: MemoryBackend,
+    clock: FakeClock,
+    client: MemoryQueueStore,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     """After the cancellation grace FORCING cancels the task, writes no cancel phase, and the
     retryable job waits again as the same attempt (interrupted, never cancelled)."""
@@ -161,6 +170,12 @@ async def test_forcing_interrupts_tasks_that_ignore_the_event(
     assert (attempt.outcome, attempt.error_class) == ("interrupted", WORKER_SHUTDOWN)
     assert attempt.error is not None
     assert "task was cancelled" in attempt.error
+    # One INFO line names the job (a deploy's interruption is routine, not an alert).
+    [line] = events_named(caplog, events.JOB_INTERRUPTED)
+    assert line.levelno == logging.INFO
+    got = fields(line)
+    assert (got["job_id"], got["actor"], got["attempt"]) == (job_id, "deaf", 1)
+    assert "task was cancelled" in got["reason"]
 
 
 async def test_abandoning_hands_back_jobs_that_never_stop(

@@ -1,0 +1,109 @@
+"""The ``taskq`` Typer app: one sub-app (or command) per command group.
+
+Each command group lives in its own module of this package and is listed in
+:data:`_GROUPS`; a group is imported only when it runs (or ``taskq --help``
+lists it), so no command pays for the database drivers and the worker runtime
+that ``migrate`` and ``worker`` import.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from types import ModuleType
+from typing import Any, NoReturn
+
+import typer
+from typer.core import TyperGroup
+
+#: Command name -> (module, attribute): a Typer sub-app, or a function for one command.
+_GROUPS: dict[str, tuple[str, str]] = {
+    "actor-config": ("taskq.app.cli.actor_config", "actor_config_app"),
+    "demo": ("taskq.app.cli.demo", "demo_command"),
+    "health": ("taskq.app.cli.health", "health_app"),
+    "jobs": ("taskq.app.cli.jobs", "jobs_app"),
+    "migrate": ("taskq.app.cli.migrate", "migrate_app"),
+    "queues": ("taskq.app.cli.queues", "queues_app"),
+    "worker": ("taskq.app.cli.worker", "worker_command"),
+    "workers": ("taskq.app.cli.workers", "workers_app"),
+}
+
+
+def _taskq() -> None:
+    # The group's callback: a Typer app with one is a group even with no command of its own.
+    pass
+
+
+class _LazyGroup(TyperGroup):
+    """The top-level group: each command's module is imported when it is looked up."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return sorted(_GROUPS)
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        where = _GROUPS.get(cmd_name)
+        if where is None:
+            return None
+        found = getattr(importlib.import_module(where[0]), where[1])
+        # Built inside a group of its own, as add_typer/command would: the same options
+        # (no completion ones), the same help.
+        holder = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+        holder.callback()(_taskq)
+        if isinstance(found, typer.Typer):
+            holder.add_typer(found, name=cmd_name)
+        else:
+            holder.command(cmd_name)(found)
+        command = typer.main.get_group(holder).commands[cmd_name]
+        command.name = cmd_name
+        return command
+
+
+app = typer.Typer(
+    name="taskq",
+    cls=_LazyGroup,
+    help="TaskQ: Postgres-backed background jobs.",
+    no_args_is_help=True,
+    add_completion=False,
+    # Expected failures print one line (see cli.support); anything else is a bug and
+    # should show a plain traceback, not a pretty one that hides the frames.
+    pretty_exceptions_enable=False,
+)
+
+
+app.callback()(_taskq)
+
+
+def _click_exceptions() -> ModuleType:
+    # Recent typer vendors click as typer._click; older ones use click itself.
+    try:
+        return importlib.import_module("typer._click.exceptions")
+    except ImportError:
+        return importlib.import_module("click.exceptions")
+
+
+def run(args: list[str] | None = None) -> NoReturn:
+    """Run the command line (what ``taskq.app.cli.main`` does past the probe's fast path).
+
+    A usage error (unknown option or command, bad flag value) prints one
+    ``taskq: ...`` line and exits 1, like a bad setting: exit 2 is the
+    watchdog's, so a supervisor can tell a typo from a wedged worker.
+    """
+    errors = _click_exceptions()
+    try:
+        code = app(args=args, standalone_mode=False)
+    except errors.NoArgsIsHelpError:
+        sys.exit(0)  # the help was printed while the error was made
+    except errors.UsageError as exc:
+        names: list[str] = []
+        ctx = exc.ctx
+        while ctx is not None and ctx.parent is not None:  # the sub-command, without argv[0]
+            names.insert(0, str(ctx.info_name))
+            ctx = ctx.parent
+        where = "".join(f"{name} " for name in names).rstrip()
+        message = " ".join(exc.format_message().split())
+        typer.echo(f"taskq: {where + ': ' if where else ''}{message}", err=True)
+        sys.exit(1)
+    except typer.Abort:
+        typer.echo("taskq: aborted", err=True)
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -1,0 +1,80 @@
+"""The worker's side of the health server: what a snapshot says of a WorkerState."""
+
+from __future__ import annotations
+
+import asyncio
+
+from prometheus_client import CollectorRegistry, generate_latest
+from tests.unit.app.worker.harness import make_settings, memory_ports
+
+from taskq.adapters.memory import FakeClock, MemoryBackend
+from taskq.app.worker.health import StateHealth, health_server
+from taskq.app.worker.state import WorkerState
+from taskq.domain.shutdown import ShutdownPhase
+
+
+def _state(clock: FakeClock, **settings: object) -> WorkerState:
+    backend = MemoryBackend(clock=clock)
+    return WorkerState(
+        settings=make_settings(**settings),
+        ports=memory_ports(backend, clock),
+        registry={},
+        worker_id="w-1",
+    )
+
+
+async def test_snapshot_reads_jobs_leadership_phase_and_stale_loops() -> None:
+    clock = FakeClock()
+    state = _state(
+        clock,
+        redis_url="redis://localhost:6379/0",
+        watchdog_stale_floor=5.0,
+        watchdog_tick_grace_factor=2.0,
+    )
+    phase = ShutdownPhase.NONE
+    health = StateHealth(
+        state, asyncio.get_running_loop(), phase=lambda: phase, started=lambda: True
+    )
+    state.liveness.tick("heartbeat", period=1.0)
+    state.liveness.tick("leader.sweep", period=30.0)
+    state.active.enter()
+    state.active.enter()
+    state.is_leader = True
+    clock.advance(10.0)  # heartbeat: 10 s > max(1 x 2, 5); sweep: 10 s < max(30 x 2, 5)
+    now = health.snapshot()
+    assert now.active_jobs == 2
+    assert now.is_leader is True
+    assert now.redis_configured is True
+    assert now.stale_loops == ["heartbeat"]
+    assert now.loop_tick_ages == {"heartbeat": 10.0, "leader.sweep": 10.0}
+    assert (now.shutdown_phase, now.shutdown_phase_name, now.shutting_down) == (0, None, False)
+    assert now.shutdown_elapsed_seconds is None
+
+    state.shutdown_started_at = clock.monotonic()
+    phase = ShutdownPhase.CANCELLING
+    clock.advance(2.5)
+    leaving = health.snapshot()
+    assert (leaving.shutdown_phase, leaving.shutdown_phase_name) == (2, "CANCELLING")
+    assert leaving.shutting_down is True
+    assert leaving.shutdown_elapsed_seconds == 2.5
+
+
+async def test_the_gauges_are_registered_even_without_a_server() -> None:
+    """No socket (a fake clock, or TASKQ_HEALTH_ENABLED=false), but the registry an
+    application scrapes itself still has the three gauges."""
+    state = _state(FakeClock())
+    registry = CollectorRegistry()
+    server = health_server(
+        state, registry, phase=lambda: ShutdownPhase.NONE, started=lambda: True, serve=False
+    )
+    assert server is None
+    text = generate_latest(registry).decode()
+    for name in ("taskq_active_jobs 0.0", "taskq_is_leader 0.0", "taskq_shutdown_phase 0.0"):
+        assert name in text
+    disabled = _state(FakeClock(), health_enabled=False)
+    assert (
+        health_server(
+            disabled, CollectorRegistry(), phase=lambda: ShutdownPhase.NONE, started=lambda: True
+        )
+        is None
+    )
