@@ -3,6 +3,7 @@ a job fails in a real worker, an operator finds it, reads its traceback and retr
 
 from __future__ import annotations
 
+import asyncio
 import signal
 from pathlib import Path
 
@@ -63,6 +64,29 @@ async def test_find_a_failed_job_read_its_traceback_and_retry_it(
     assert all("ValueError: item 7" in a["traceback"] for a in history["attempts"])
 
 
+async def test_two_operators_retrying_one_job_at_once_make_one_attempt(
+    db: Database, client: JobsClient, workers: WorkerSpawner, tmp_path: Path
+) -> None:
+    """Two `taskq jobs retry` processes on one failed job at once: one succeeds, the other
+    is refused finding it pending, and the job waits once."""
+    env = operator_env(db)
+    handle = await client.enqueue(fail_always, Item(n=3))
+    worker = workers.start(db.worker_env(), "--until-idle", "--idle-max-runtime", "60")
+    assert await worker.wait(within=60) == 3, worker.output_tail()
+
+    runs = await asyncio.gather(
+        *(taskq("jobs", "retry", str(handle.job_id), env=env, cwd=tmp_path) for _ in range(2))
+    )
+
+    assert sorted(run.code for run in runs) == [0, 1], runs
+    (refused,) = [run for run in runs if run.code == 1]
+    assert "it is pending: it is waiting to run already" in refused.err
+    assert await handle.status() is JobStatus.PENDING
+    job = await client.get(handle.job_id)
+    assert job is not None
+    assert job.attempt == 1
+
+
 async def test_cancel_and_unknown_ids_with_flags_instead_of_the_environment(
     db: Database, client: JobsClient, tmp_path: Path
 ) -> None:
@@ -119,6 +143,9 @@ async def test_workers_list_shows_a_live_worker_its_lead_and_its_job(
         )
         assert (seen["pid"], seen["label"]) == (worker.pid, "cli-test")
         assert await handle.status() is JobStatus.RUNNING
+        running = await taskq("jobs", "retry", str(handle.job_id), env={}, cwd=tmp_path)
+        assert (running.code, running.out) == (1, "")
+        assert "it is running: it may still succeed; cancel it first" in running.err
         table = await taskq("workers", "list", env={}, cwd=tmp_path)
         assert table.code == 0
         assert str(worker.pid) in table.out
