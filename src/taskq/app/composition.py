@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import inspect
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
@@ -764,6 +764,7 @@ __all__ = [
     "migrate_down",
     "migrate_status",
     "migrate_up",
+    "operator_store",
 ]
 
 
@@ -808,6 +809,45 @@ def store_from_pool(
     if not isinstance(pool, kit.pool_type):
         raise ConfigurationError(f"expected {kit.pool_label}, got {type(pool).__name__}")
     return kit.store(pool, schema=validated, call_timeout=call_timeout)
+
+
+# -- operator commands -----------------------------------------------------------------
+
+
+@contextlib.asynccontextmanager
+async def operator_store(settings: WorkerSettings) -> AsyncIterator[QueueStore]:
+    """The store ``taskq jobs|queues|workers|actor-config`` work on, closed on exit.
+
+    Built as the worker's would be: on ``TASKQ_DRIVER`` asyncpg/psycopg a small
+    pool on the direct DSN and the worker's schema (each call bounded by
+    ``TASKQ_CLIENT_CALL_TIMEOUT``); on a ``module:factory`` driver the factory's
+    store (its other ports are closed unused), checked for every store method.
+    Raises ``ConfigurationError`` or ``StoreUnavailable`` as the worker would.
+    """
+    if settings.driver in BUILTIN_DRIVERS:
+        pg_store = _new_store(
+            _DRIVER_KITS[settings.driver](),
+            settings,
+            settings.pg_dsn_direct,
+            Schema(settings.schema_name),
+            max_size=2,
+            call_timeout=settings.client_call_timeout,
+        )
+        await _open_pool(pg_store)
+        try:
+            yield pg_store
+        finally:
+            await pg_store.close()
+        return
+    ports = await _factory_worker_ports(settings)
+    try:
+        for unused in (ports.notifier, ports.leader_lock, ports.rate_limiter):
+            if unused is not None:
+                await unused.close()
+        check_given_ports(store=ports.store)
+        yield ports.store
+    finally:
+        await ports.store.close()
 
 
 # -- demo and throwaway databases --------------------------------------------------------

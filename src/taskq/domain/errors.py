@@ -26,6 +26,7 @@ domain errors::
     │   ├── UniqueForLockTimeoutError
     │   └── IdempotencyKeyLockTimeoutError
     ├── JobNotFound
+    ├── JobNotRetryable                   (an operator's retry of a job that cannot be retried)
     ├── LeaseLost                         (fencing token no longer matches: not the owner)
     ├── IllegalTransition                 (a status change the lifecycle forbids)
     ├── JobFailed                         (raised by JobHandle.wait for a failed job)
@@ -206,6 +207,16 @@ class JobNotFound(TaskQError):
     def __init__(self, job_id: int) -> None:
         self.job_id = job_id
         super().__init__(f"job {job_id} not found")
+
+
+class JobNotRetryable(TaskQError):
+    """An operator's retry was refused; ``reason`` says why (the status found, or the
+    active job holding its identity key). Nothing changed."""
+
+    def __init__(self, job_id: int, reason: str) -> None:
+        self.job_id = job_id
+        self.reason = reason
+        super().__init__(f"job {job_id} cannot be retried: {reason}")
 
 
 class LeaseLost(TaskQError):

@@ -8,8 +8,10 @@
         │  └──cancel/deadline┴──▶ cancelled/failed │ ├──▶ abandoned
         └───────────retry / snooze / release───────┘ └──▶ crashed
 
-Terminal statuses never change again. Adapters must never produce a
-transition outside :data:`TRANSITIONS`.
+Terminal statuses never change again, with one exception that is not a
+lifecycle step: an operator's retry (:data:`OPERATOR_RETRYABLE`) puts a failed,
+cancelled, crashed or abandoned job back to pending for one more attempt. Adapters
+must never produce any other transition outside :data:`TRANSITIONS`.
 """
 
 from __future__ import annotations
@@ -76,6 +78,29 @@ TRANSITIONS: dict[JobStatus, frozenset[JobStatus]] = {
     JobStatus.ABANDONED: frozenset(),
     JobStatus.CRASHED: frozenset(),
 }
+
+
+#: What an operator may send back to pending (``taskq jobs retry``): a job that ended
+#: without success. A succeeded job is not run again, and an active one is not finished.
+OPERATOR_RETRYABLE: frozenset[JobStatus] = frozenset(
+    {JobStatus.FAILED, JobStatus.CANCELLED, JobStatus.CRASHED, JobStatus.ABANDONED}
+)
+
+_RETRY_REFUSALS: dict[JobStatus, str] = {
+    JobStatus.PENDING: "it is pending: it is waiting to run already",
+    JobStatus.SCHEDULED: "it is scheduled: it is waiting to run already",
+    JobStatus.RUNNING: "it is running: it may still succeed; cancel it first and retry it "
+    "once it has ended",
+    JobStatus.SUCCEEDED: "it succeeded: a succeeded job is not run again; enqueue a new job "
+    "instead",
+}
+
+
+def retry_refusal(status: JobStatus) -> str | None:
+    """Why an operator's retry of a job in ``status`` is refused; None when it is allowed."""
+    if status in OPERATOR_RETRYABLE:
+        return None
+    return _RETRY_REFUSALS[status]
 
 
 def can_transition(src: JobStatus, dst: JobStatus) -> bool:

@@ -4,7 +4,8 @@ Each part of the app types against only the roles it uses (the producer needs
 ``JobClaimer``, not ``RetentionJanitor``). ``QueueStore`` is their union.
 
 Rules every adapter keeps:
-- Status changes follow ``taskq.domain.status.TRANSITIONS``; nothing else.
+- Status changes follow ``taskq.domain.status.TRANSITIONS``, plus an
+  operator's retry (``JobAdmin.retry_job``); nothing else.
 - Every owner write (``JobFinisher``, ``JobClaimer.release``) matches on the
   lease's fencing token and on status running. A write that matches nothing
   raises ``LeaseLost`` and changes nothing.
@@ -34,6 +35,7 @@ from taskq.ports.store_params import (
     HeartbeatReport,
     Interruption,
     Isolation,
+    JobQuery,
     PrunePolicy,
     QueueDepth,
     ReclaimReport,
@@ -41,6 +43,7 @@ from taskq.ports.store_params import (
     StrandedJobs,
     WorkerInfo,
     WorkerRecord,
+    WorkerStatus,
 )
 
 
@@ -316,6 +319,33 @@ class QueueAdmin(Protocol):
     async def queue_modes(self) -> dict[str, QueueMode]: ...
 
 
+class JobAdmin(Protocol):
+    """What an operator reads and does beyond the other roles (``taskq jobs``,
+    ``taskq workers``).
+
+    - ``list_jobs``: the jobs matching ``query`` (see ``JobQuery``), newest first
+      (id descending). Like ``get``, only jobs not yet archived are read.
+    - ``retry_job``: a job in ``taskq.domain.status.OPERATOR_RETRYABLE`` (failed,
+      cancelled, crashed, abandoned) becomes pending at ``now`` for one more
+      attempt: its lease, start, finish, result and cancel request are cleared; its
+      attempt count and attempt history are kept (the next claim is attempt + 1),
+      as are ``last_error`` and its other fields. Returns the job read back after.
+      Refused with ``JobNotRetryable`` (reason from
+      ``taskq.domain.status.retry_refusal``) for any other status, or when another
+      active job of the actor holds its identity key; ``JobNotFound`` when unknown.
+      Atomic: of concurrent retries of one job exactly one succeeds, the others
+      find it pending and are refused; a running job is never touched.
+    - ``worker_status``: every registered worker (``list_workers`` order) with
+      whether it is the maintenance leader and how many running jobs it holds.
+    """
+
+    async def list_jobs(self, query: JobQuery) -> list[Job]: ...
+
+    async def retry_job(self, job_id: int, *, now: datetime | None = None) -> Job: ...
+
+    async def worker_status(self) -> list[WorkerStatus]: ...
+
+
 class QueueStore(
     JobEnqueuer,
     JobClaimer,
@@ -327,6 +357,7 @@ class QueueStore(
     RetentionJanitor,
     ActorConfigAdmin,
     QueueAdmin,
+    JobAdmin,
     Protocol,
 ):
     """The whole store. ``capabilities`` lists ``store_params.CAP_*`` it supports."""

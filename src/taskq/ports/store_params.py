@@ -153,6 +153,39 @@ class WorkerRecord:
     started_at: datetime
     last_seen_at: datetime
     worker_label: str | None = None
+    workgroup_instance: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkerStatus:
+    """A registered worker as an operator sees it (``JobAdmin.worker_status``).
+
+    ``is_leader``: the maintenance-leader record names it (the worker that last
+    heartbeated as leader). ``jobs_held``: the running jobs locked by it.
+    """
+
+    worker: WorkerRecord
+    is_leader: bool
+    jobs_held: int
+
+
+#: The most jobs one ``JobAdmin.list_jobs`` call returns.
+JOB_QUERY_LIMIT_MAX: Final = 10_000
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobQuery:
+    """Which jobs ``JobAdmin.list_jobs`` returns: those matching every filter given
+    (None: any), newest first, at most ``limit`` (1 to ``JOB_QUERY_LIMIT_MAX``)."""
+
+    status: JobStatus | None = None
+    actor: str | None = None
+    queue: str | None = None
+    limit: int = 50
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.limit <= JOB_QUERY_LIMIT_MAX:
+            raise ValueError(f"limit must be 1..{JOB_QUERY_LIMIT_MAX}, got {self.limit}")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -29,7 +29,13 @@ from taskq.adapters.memory.store import MemoryQueueStore
 from taskq.domain.actor_config import ActorConfig, QueueMode
 from taskq.domain.errors import StoreUnavailable
 from taskq.domain.job import AttemptRecord
-from taskq.domain.status import TERMINAL, WAITING, JobStatus, check_transition
+from taskq.domain.status import (
+    OPERATOR_RETRYABLE,
+    TERMINAL,
+    WAITING,
+    JobStatus,
+    check_transition,
+)
 from taskq.ports.clock import Clock
 
 _ACTIVE = (JobStatus.PENDING, JobStatus.SCHEDULED, JobStatus.RUNNING)
@@ -160,6 +166,18 @@ class MemoryBackend:
             key = (row.actor, row.identity_key)
             if self._identity.get(key) == row.id:
                 del self._identity[key]
+
+    def requeue_finished(self, row: JobRow) -> None:
+        """Put a finished row back to pending (an operator's retry; not a lifecycle step, so
+        not in ``TRANSITIONS``). Set its ``scheduled_at`` first: it is its dispatch key."""
+        assert row.status in OPERATOR_RETRYABLE, f"job {row.id} is {row.status.value}"
+        self._by_status[row.status].discard(row.id)
+        row.status = JobStatus.PENDING
+        self._by_status[row.status].add(row.id)
+        self._count(row, +1)
+        self._index(row, +1)
+        if row.identity_key is not None:
+            self._identity[(row.actor, row.identity_key)] = row.id
 
     def uninsert_job(self, job_id: int) -> None:
         """Undo :meth:`insert_job` of a row nothing else has touched (a rolled-back batch)."""

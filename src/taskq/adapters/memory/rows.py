@@ -171,6 +171,7 @@ class WorkerRow:
             started_at=self.started_at,
             last_seen_at=self.last_seen_at,
             worker_label=self.worker_label,
+            workgroup_instance=self.workgroup_instance,
         )
 
 
@@ -187,7 +188,9 @@ class ReservationRow:
 
 @dataclass(slots=True)
 class LeaderRow:
-    """The maintenance_leader row: who holds the lock, when the leader last pinged."""
+    """The maintenance_leader row: who holds the lock, when the leader last pinged, and
+    the worker that pinged (what operators see; the lock itself is ``holder``)."""
 
     holder: object | None = None
     last_seen_at: datetime | None = None
+    worker_id: str | None = None

@@ -10,6 +10,7 @@ from taskq.adapters.memory.store_cancel import CancelOps
 from taskq.adapters.memory.store_claim import ClaimOps
 from taskq.adapters.memory.store_enqueue import EnqueueOps
 from taskq.adapters.memory.store_finish import FinishOps
+from taskq.adapters.memory.store_job_admin import JobAdminOps
 from taskq.adapters.memory.store_maintenance import MaintenanceOps
 from taskq.adapters.memory.store_reads import ReadOps
 from taskq.adapters.memory.store_workers import WorkerOps
@@ -30,6 +31,7 @@ class MemoryQueueStore(
     CancelOps,
     MaintenanceOps,
     AdminOps,
+    JobAdminOps,
 ):
     """A QueueStore on a :class:`~taskq.adapters.memory.backend.MemoryBackend`.
 

@@ -45,6 +45,7 @@ class WorkerOps(StoreCore):
             worker.last_seen_at = now
         if beat.is_leader:
             self._db.leader.last_seen_at = now
+            self._db.leader.worker_id = beat.worker_id
         lapsing = set(beat.let_lapse)
         views: list[RunningJobView] = []
         for row in self._db.rows_with_status(JobStatus.RUNNING):

@@ -56,6 +56,7 @@ STORE_QUERY_FAMILIES: Final = (
     "retention",
     "actor_config",
     "queues",
+    "admin",
 )
 
 #: SQLSTATEs the drivers translate.

@@ -18,10 +18,14 @@ from typer.core import TyperGroup
 
 #: Command name -> (module, attribute): a Typer sub-app, or a function for one command.
 _GROUPS: dict[str, tuple[str, str]] = {
+    "actor-config": ("taskq.app.cli.actor_config", "actor_config_app"),
     "demo": ("taskq.app.cli.demo", "demo_command"),
     "health": ("taskq.app.cli.health", "health_app"),
+    "jobs": ("taskq.app.cli.jobs", "jobs_app"),
     "migrate": ("taskq.app.cli.migrate", "migrate_app"),
+    "queues": ("taskq.app.cli.queues", "queues_app"),
     "worker": ("taskq.app.cli.worker", "worker_command"),
+    "workers": ("taskq.app.cli.workers", "workers_app"),
 }
 
 

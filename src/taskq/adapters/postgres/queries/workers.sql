@@ -95,7 +95,8 @@ DELETE FROM {schema}.workers WHERE worker_id = :worker_id::text
 
 -- name: list_workers
 -- Small table; the core sorts (Python order, not the database collation).
-SELECT worker_id, hostname, pid, queues, started_at, last_seen_at, worker_label
+SELECT worker_id, hostname, pid, queues, started_at, last_seen_at, worker_label,
+       workgroup_instance
 FROM {schema}.workers
 
 -- name: isolate_worker

@@ -16,6 +16,7 @@ from taskq.adapters.postgres.store.claim import ClaimOps
 from taskq.adapters.postgres.store.connection_locks import connection_lock
 from taskq.adapters.postgres.store.enqueue import BoundEnqueuer, Enqueuer
 from taskq.adapters.postgres.store.finish import FinishOps
+from taskq.adapters.postgres.store.job_admin import JobAdminOps
 from taskq.adapters.postgres.store.maintenance import MaintenanceOps
 from taskq.adapters.postgres.store.queues import QueueOps
 from taskq.adapters.postgres.store.reads import ReadOps
@@ -56,6 +57,7 @@ class PostgresQueueStore(
     RetentionOps,
     ActorConfigOps,
     QueueOps,
+    JobAdminOps,
 ):
     """The QueueStore port on Postgres, for any :class:`Driver`.
 

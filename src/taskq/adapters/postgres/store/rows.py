@@ -253,6 +253,7 @@ def worker_from_row(row: Row) -> WorkerRecord:
         started_at=row["started_at"],
         last_seen_at=row["last_seen_at"],
         worker_label=row["worker_label"],
+        workgroup_instance=row["workgroup_instance"],
     )
 
 

@@ -1,0 +1,150 @@
+"""``taskq actor-config set|get|list|diff`` on the memory adapter, through the real entry point."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+from tests.unit.app.cli.conftest import Cli
+
+from taskq.domain.actor_config import ActorConfig
+
+REGISTRY = "tests.unit.app.cli.registry_fixture:registry"
+CHARGE = ActorConfig(
+    actor="charge",
+    queue="payments",
+    max_concurrent=5,
+    max_pending=100,
+    result_ttl=timedelta(hours=1),
+)
+
+
+@pytest.fixture
+def charge_row(cli: Cli) -> Cli:
+    """The backend holds charge's row, as a worker's start would have written it."""
+    cli.on_store(lambda s: s.sync_actor_configs([CHARGE]))
+    return cli
+
+
+def test_set_changes_only_the_given_fields_and_get_reads_them(charge_row: Cli) -> None:
+    """set --max-concurrent changes that field alone (stored: the store reads it back); get
+    --json shows the row."""
+    cli = charge_row
+    code, out, err = cli("actor-config", "set", "charge", "--max-concurrent", "20", "--json")
+    assert (code, err) == (0, "")
+    assert json.loads(out) == {
+        "actor": "charge",
+        "queue": "payments",
+        "metadata": {},
+        "max_concurrent": 20,
+        "max_pending": 100,
+        "result_ttl_seconds": 3600.0,
+    }
+    stored = cli.on_store(lambda s: s.get_actor_config("charge"))
+    assert stored is not None
+    assert (stored.max_concurrent, stored.max_pending) == (20, 100)
+    code, out, _ = cli("actor-config", "get", "charge", "--json")
+    assert json.loads(out)["max_concurrent"] == 20
+
+
+def test_clear_writes_null_and_says_what_null_means(charge_row: Cli) -> None:
+    """--clear-* stores NULL; get says unlimited for max_concurrent, the literal for the
+    others; --result-ttl takes a duration."""
+    cli = charge_row
+    code, _, _ = cli(
+        "actor-config",
+        "set",
+        "charge",
+        "--clear-max-concurrent",
+        "--clear-max-pending",
+        "--result-ttl",
+        "90m",
+    )
+    assert code == 0
+    stored = cli.on_store(lambda s: s.get_actor_config("charge"))
+    assert stored is not None
+    assert (stored.max_concurrent, stored.max_pending, stored.result_ttl) == (
+        None,
+        None,
+        timedelta(minutes=90),
+    )
+    code, out, _ = cli("actor-config", "get", "charge")
+    assert "max_concurrent: unlimited" in out
+    assert "max_pending:    the @actor literal" in out
+    assert "result_ttl:     1h 30m" in out
+    cli("actor-config", "set", "charge", "--clear-result-ttl")
+    code, out, _ = cli("actor-config", "get", "charge")
+    assert "result_ttl:     the @actor literal" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["nobody", "--max-pending", "1"], "actor 'nobody' has no actor_config row"),
+        (["charge"], "nothing to change"),
+        (
+            ["charge", "--max-pending", "1", "--clear-max-pending"],
+            "--max-pending and --clear-max-pending contradict each other",
+        ),
+        (["charge", "--result-ttl", "soon"], "'soon' is not a duration"),
+        (["charge", "--max-concurrent", "-1"], "Invalid value for '--max-concurrent'"),
+    ],
+)
+def test_set_refusals_are_one_line_and_exit_1(
+    charge_row: Cli, args: list[str], message: str
+) -> None:
+    """A name without a row, no change, contradicting flags or a bad value: one line, exit
+    1, and the row unchanged."""
+    code, out, err = charge_row("actor-config", "set", *args)
+    assert (code, out) == (1, "")
+    assert len(err.splitlines()) == 1
+    assert message in err
+    assert charge_row.on_store(lambda s: s.get_actor_config("charge")) == CHARGE
+
+
+def test_get_of_an_actor_without_a_row_names_it(cli: Cli) -> None:
+    """get of an unknown actor: one line naming it, exit 1."""
+    code, _, err = cli("actor-config", "get", "ghost")
+    assert code == 1
+    assert err.startswith("taskq: actor 'ghost' has no actor_config row")
+
+
+def test_list_shows_every_row(charge_row: Cli) -> None:
+    """list --json is one object per row; the table has one row per actor."""
+    code, out, _ = charge_row("actor-config", "list", "--json")
+    assert [c["actor"] for c in json.loads(out)] == ["charge"]
+    code, out, _ = charge_row("actor-config", "list")
+    assert code == 0
+    row = next(line for line in out.splitlines() if line.strip().startswith("charge"))
+    assert row.split() == ["charge", "payments", "5", "100", "1h"]
+
+
+def test_diff_names_missing_rows_overrides_and_drift(charge_row: Cli) -> None:
+    """diff against a registry: send has no row (missing), charge's tuned max_concurrent
+    is an override (exit 0); a queue changed under charge is drift (exit 3)."""
+    cli = charge_row
+    cli("actor-config", "set", "charge", "--max-concurrent", "20")
+    code, out, _ = cli("actor-config", "diff", "--actors", REGISTRY, "--json")
+    assert code == 0
+    assert [(d["actor"], d["kind"], d["field"]) for d in json.loads(out)] == [
+        ("charge", "override", "max_concurrent"),
+        ("send", "missing", None),
+    ]
+    override = json.loads(out)[0]
+    assert (override["stored"], override["registered"]) == (20, 5)
+
+    cli.on_store(
+        lambda s: s.sync_actor_configs([ActorConfig(actor="charge", queue="old")], force=True)
+    )
+    code, out, _ = cli("actor-config", "diff", "--actors", REGISTRY)
+    assert code == 3
+    drift = next(line for line in out.splitlines() if "drift" in line)
+    assert drift.split() == ["charge", "drift", "queue", '"old"', '"payments"']
+
+
+def test_diff_with_a_bad_registry_is_one_line(cli: Cli) -> None:
+    """diff --actors naming no module: one line, exit 1."""
+    code, _, err = cli("actor-config", "diff", "--actors", "no.such.module:registry")
+    assert code == 1
+    assert len(err.splitlines()) == 1
