@@ -12,7 +12,7 @@ import inspect
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar, cast
 
 from taskq.adapters.asyncpg import migrate as asyncpg_migrate
 from taskq.adapters.postgres.migrator import (
@@ -32,7 +32,7 @@ from taskq.app.connection_overrides import (  # re-exported: callers look the ev
 from taskq.app.connection_overrides import check_overrides, dedicated_conn, store_source
 from taskq.app.connections import WorkerConnections
 from taskq.app.observability.metrics import new_metrics_registry
-from taskq.app.port_check import check_given_ports, check_worker_ports
+from taskq.app.port_check import check_given_ports, check_port, check_worker_ports
 from taskq.app.settings import (
     BUILTIN_DRIVERS,
     DEFAULT_CLIENT_CALL_TIMEOUT,
@@ -49,7 +49,7 @@ from taskq.domain.errors import (
 from taskq.ports.clock import Clock
 from taskq.ports.leader_lock import LeaderLock
 from taskq.ports.notifier import Notifier
-from taskq.ports.queue_store import QueueStore
+from taskq.ports.queue_store import QueueStore, WorkerStore
 from taskq.ports.rate_limiter import RateLimiter
 
 if TYPE_CHECKING:
@@ -140,7 +140,7 @@ async def migrate_status(*, dsn: str, schema_name: str = DEFAULT_SCHEMA_NAME) ->
 async def build_worker_ports(
     settings: WorkerSettings,
     *,
-    store: QueueStore | None = None,
+    store: WorkerStore | None = None,
     leader_lock: LeaderLock | None = None,
     notifier: Notifier | None = None,
     rate_limiter: RateLimiter | None = None,
@@ -201,7 +201,7 @@ async def build_worker_ports(
 async def _build_worker_ports(
     settings: WorkerSettings,
     *,
-    store: QueueStore | None,
+    store: WorkerStore | None,
     leader_lock: LeaderLock | None,
     notifier: Notifier | None,
     rate_limiter: RateLimiter | None,
@@ -498,7 +498,7 @@ def _worker_pool_max(settings: WorkerSettings) -> int:
 async def _postgres_worker_ports(
     settings: WorkerSettings,
     *,
-    store: QueueStore | None,
+    store: WorkerStore | None,
     leader_lock: LeaderLock | None,
     notifier: Notifier | None,
     rate_limiter: RateLimiter | None,
@@ -603,7 +603,7 @@ async def _postgres_worker_ports(
 def _refuse_pooled_direct(
     settings: WorkerSettings,
     connections: WorkerConnections,
-    store: QueueStore | None,
+    store: WorkerStore | None,
     leader_lock: LeaderLock | None,
     notifier: Notifier | None,
 ) -> None:
@@ -844,8 +844,8 @@ async def operator_store(settings: WorkerSettings) -> AsyncIterator[QueueStore]:
         for unused in (ports.notifier, ports.leader_lock, ports.rate_limiter):
             if unused is not None:
                 await unused.close()
-        check_given_ports(store=ports.store)
-        yield ports.store
+        check_port("store", ports.store, QueueStore)  # the operator's JobAdmin too
+        yield cast("QueueStore", ports.store)
     finally:
         await ports.store.close()
 

@@ -16,7 +16,7 @@ from taskq.domain.errors import ConfigurationError
 from taskq.ports.clock import Clock
 from taskq.ports.leader_lock import LeaderLock
 from taskq.ports.notifier import Notifier
-from taskq.ports.queue_store import QueueStore
+from taskq.ports.queue_store import WorkerStore
 from taskq.ports.rate_limiter import RateLimiter
 
 
@@ -118,7 +118,7 @@ def check_port(role: str, port: object, protocol: type) -> None:
 
 def _roles() -> dict[str, type]:
     return {
-        "store": QueueStore,
+        "store": WorkerStore,
         "leader_lock": LeaderLock,
         "notifier": Notifier,
         "rate_limiter": RateLimiter,

@@ -19,6 +19,7 @@ from taskq.ports.queue_store import (
     QueueStore,
     RetentionJanitor,
     WorkerRegistry,
+    WorkerStore,
 )
 from taskq.ports.rate_limiter import RateLimiter
 
@@ -38,4 +39,5 @@ __all__ = [
     "RateLimiter",
     "RetentionJanitor",
     "WorkerRegistry",
+    "WorkerStore",
 ]

@@ -346,7 +346,7 @@ class JobAdmin(Protocol):
     async def worker_status(self) -> list[WorkerStatus]: ...
 
 
-class QueueStore(
+class WorkerStore(
     JobEnqueuer,
     JobClaimer,
     JobFinisher,
@@ -357,10 +357,14 @@ class QueueStore(
     RetentionJanitor,
     ActorConfigAdmin,
     QueueAdmin,
-    JobAdmin,
     Protocol,
 ):
-    """The whole store. ``capabilities`` lists ``store_params.CAP_*`` it supports."""
+    """What a worker needs of the store: every role but the operator's ``JobAdmin``.
+
+    A custom store written before ``JobAdmin`` existed still runs workers; only the
+    operator commands (``taskq jobs``, ``taskq workers``) need the rest.
+    ``capabilities`` lists ``store_params.CAP_*`` it supports.
+    """
 
     @property
     def capabilities(self) -> frozenset[str]: ...
@@ -368,3 +372,7 @@ class QueueStore(
     async def ping(self) -> None: ...
 
     async def close(self) -> None: ...
+
+
+class QueueStore(WorkerStore, JobAdmin, Protocol):
+    """The whole store: what a worker needs plus the operator's ``JobAdmin``."""

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from taskq.ports.clock import Clock
     from taskq.ports.leader_lock import LeaderLock
     from taskq.ports.notifier import Notifier
-    from taskq.ports.queue_store import QueueStore
+    from taskq.ports.queue_store import WorkerStore
     from taskq.ports.rate_limiter import RateLimiter
 
 
@@ -44,7 +44,7 @@ def worker_main(
     settings: WorkerSettings,
     actor_registry: object,
     *,
-    store: QueueStore | None = None,
+    store: WorkerStore | None = None,
     leader_lock: LeaderLock | None = None,
     notifier: Notifier | None = None,
     rate_limiter: RateLimiter | None = None,
@@ -122,7 +122,7 @@ async def run_worker(
     settings: WorkerSettings,
     actor_registry: object,
     *,
-    store: QueueStore | None = None,
+    store: WorkerStore | None = None,
     leader_lock: LeaderLock | None = None,
     notifier: Notifier | None = None,
     rate_limiter: RateLimiter | None = None,
@@ -163,7 +163,7 @@ async def _run(
     settings: WorkerSettings,
     actor_registry: object,
     *,
-    store: QueueStore | None,
+    store: WorkerStore | None,
     leader_lock: LeaderLock | None,
     notifier: Notifier | None,
     rate_limiter: RateLimiter | None,

@@ -11,7 +11,7 @@ from taskq.app.worker.waiting import with_timeout
 from taskq.ports.clock import Clock
 from taskq.ports.leader_lock import LeaderLock
 from taskq.ports.notifier import Notifier
-from taskq.ports.queue_store import QueueStore
+from taskq.ports.queue_store import WorkerStore
 from taskq.ports.rate_limiter import RateLimiter
 
 #: Role names used in :attr:`WorkerPorts.owned`, in the order they are closed.
@@ -28,7 +28,7 @@ class WorkerPorts:
     caller-owned and left open.
     """
 
-    store: QueueStore
+    store: WorkerStore
     leader_lock: LeaderLock
     clock: Clock
     notifier: Notifier | None = None

@@ -25,7 +25,7 @@ from taskq.domain.cancel import CancelController, GracePeriods
 from taskq.domain.job import ClaimedJob, Lease
 from taskq.domain.timeouts import AttemptBound
 from taskq.ports.clock import Clock
-from taskq.ports.queue_store import QueueStore
+from taskq.ports.queue_store import WorkerStore
 from taskq.ports.store_params import Finish
 
 if TYPE_CHECKING:
@@ -251,7 +251,7 @@ class WorkerState:
         )
 
     @property
-    def store(self) -> QueueStore:
+    def store(self) -> WorkerStore:
         return self.ports.store
 
     @property
