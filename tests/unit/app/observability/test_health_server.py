@@ -93,8 +93,9 @@ async def test_live_answers_ok_when_the_worker_loop_runs_its_callback(
 
 
 def test_live_is_503_unresponsive_when_the_worker_loop_never_runs_it(socket_dir: str) -> None:
-    """A loop that runs nothing (as a blocked one) gets /live 503, and /ready's ping,
-    scheduled on that loop, times out: the server's own thread still answers both."""
+    """A loop that runs nothing (as a blocked one) gets /live 503, and /ready says the
+    loop is unresponsive rather than blaming Postgres for a ping the loop never ran:
+    the server's own thread still answers both."""
     wedged = asyncio.new_event_loop()  # not running: what is posted to it waits
     try:
         health = HealthServer(FakeHealth(wedged), CollectorRegistry(), _config(socket_dir))
@@ -104,7 +105,10 @@ def test_live_is_503_unresponsive_when_the_worker_loop_never_runs_it(socket_dir:
             assert (status, json.loads(body)) == (503, {"status": "unresponsive"})
             status, body = get(health.path, "/ready")
             assert status == 503
-            assert json.loads(body)["reasons"] == ["pg_ping_timeout"]
+            ready = json.loads(body)
+            assert ready["reasons"] == ["unresponsive"]
+            assert ready["pg_ping"] == "loop_blocked"
+            assert "blocked" in ready["pg_ping_error"]
         finally:
             health.stop()
     finally:
@@ -383,7 +387,7 @@ def test_a_closed_worker_loop_is_unresponsive_and_not_ready(socket_dir: str) -> 
         status, body = get(health.path, "/ready")
         assert status == 503
         ready = json.loads(body)
-        assert ready["reasons"] == ["pg_ping_failed"]
+        assert ready["reasons"] == ["unresponsive", "pg_ping_failed"]  # as /live says
         assert ready["pg_ping_error"] == "the worker's event loop is closed"
     finally:
         health.stop()
