@@ -31,6 +31,7 @@ from prometheus_client.exposition import generate_latest
 
 from taskq.app.observability import health_socket
 from taskq.app.observability.health_view import WorkerHealth
+from taskq.app.observability.loop_stack import thread_stack
 from taskq.app.observability.readiness import PingResult, judge_readiness, needs_ping
 
 #: How long the worker's loop has to run ``/live``'s callback (the worker guide's 1.0 s).
@@ -228,7 +229,10 @@ class HealthServer:
             tasks = self._health.task_dump()
         except Exception as exc:  # the loop changed under the walk: rare, and worth a retry
             return _json(503, {"error": f"{type(exc).__name__}: {exc}; ask again"})
-        return _json(200, {"tasks": tasks})
+        # A blocked loop's running task shows its await site, not the sync call that
+        # holds the thread: the loop thread's own stack says where it really is.
+        stack = thread_stack(self._health.loop_thread_id)
+        return _json(200, {"tasks": tasks, "loop_thread_stack": stack})
 
 
 def _give_up_after(timeout: float) -> float:

@@ -7,6 +7,7 @@ import json
 import os
 import socket
 import stat
+import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 
@@ -269,9 +270,42 @@ async def test_metrics_renders_the_registry_whatever_is_on_it(
 async def test_tasks_serves_the_dump_as_json(server: HealthServer, worker: FakeHealth) -> None:
     status, body = await _get_json(server, "/tasks")
     assert status == 200
-    assert body == {
-        "tasks": [{"name": "taskq-heartbeat", "coroutine": "run_heartbeat", "frames": ["h.py:1"]}]
-    }
+    assert body["tasks"] == [
+        {"name": "taskq-heartbeat", "coroutine": "run_heartbeat", "frames": ["h.py:1"]}
+    ]
+    assert isinstance(body["loop_thread_stack"], list)
+
+
+def _block_the_loop_thread(release: threading.Event) -> None:
+    release.wait(10.0)  # as time.sleep in an async def actor: the loop thread is held
+
+
+def test_tasks_shows_where_a_blocked_loop_thread_is(socket_dir: str) -> None:
+    """The running task shows only its await site; the loop thread's own stack names
+    the sync call that blocks it (code locations, never locals)."""
+    loop = asyncio.new_event_loop()
+    release = threading.Event()
+    runner = threading.Thread(target=loop.run_forever, daemon=True)
+    runner.start()
+    worker = FakeHealth(loop)
+    worker.loop_thread_id = runner.ident
+    health = HealthServer(worker, CollectorRegistry(), _config(socket_dir, tasks_enabled=True))
+    health.start()
+    try:
+        loop.call_soon_threadsafe(_block_the_loop_thread, release)
+        time.sleep(0.1)
+        status, body = get(health.path, "/tasks")
+        assert status == 200
+        stack = json.loads(body)["loop_thread_stack"]
+        assert stack[-1].endswith("in wait")  # threading.Event.wait, at the bottom
+        assert any(line.endswith(" in _block_the_loop_thread") for line in stack)
+        assert all(" in " in line and "release" not in line for line in stack)  # no locals
+    finally:
+        release.set()
+        health.stop()
+        loop.call_soon_threadsafe(loop.stop)
+        runner.join(5.0)
+        loop.close()
 
 
 async def test_tasks_is_404_unless_enabled(
