@@ -235,6 +235,22 @@ def test_typer_and_the_fast_path_answer_alike(
     assert "--socket" in capfd.readouterr().out
 
 
+@pytest.mark.parametrize("args", [["health"], ["health", "--socket", "/tmp/x.sock"]])
+def test_a_missing_sub_command_is_a_usage_error_not_help_and_exit_0(
+    args: list[str], capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A mistyped exec probe (["taskq", "health"]) must fail, not pass on the help."""
+    from taskq.app.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(args)
+    assert exited.value.code == 1
+    out, err = capfd.readouterr()
+    assert out == ""
+    assert err.startswith("taskq: health: ")
+    assert err.count("\n") == 1
+
+
 def test_an_unreadable_env_file_is_one_line_and_exit_2(
     clean_env: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
