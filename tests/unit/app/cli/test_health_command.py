@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import socket
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -114,6 +117,62 @@ def test_a_worker_that_never_answers_exits_2_within_the_budget(
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert "no answer within" in err
+
+
+def _answer_with(path: str, answer: bytes, every: float) -> threading.Thread:
+    """A server on ``path`` that answers one request with ``answer``, a byte every
+    ``every`` seconds (all at once when 0), then closes."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(1)
+
+    def serve() -> None:
+        with listener:
+            conn, _ = listener.accept()
+            with conn, contextlib.suppress(OSError):  # the probe hung up: done
+                conn.recv(65536)
+                if not every:
+                    conn.sendall(answer)
+                    return
+                for byte in answer:
+                    conn.sendall(bytes([byte]))
+                    time.sleep(every)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_a_trickling_server_cannot_stretch_the_budget(
+    socket_dir: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One deadline over connect, send and every read: a byte every 0.05 s resets a
+    per-read timeout forever, but the probe still gives up when the budget is spent."""
+    monkeypatch.setattr(health_probe, "ANSWER_BUDGET", 0.3)
+    path = os.path.join(socket_dir, "slow.sock")
+    answer = b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n" + b"x" * 100
+    server = _answer_with(path, answer, every=0.05)
+    began = time.monotonic()
+    assert ask("/live", path) == 2
+    assert time.monotonic() - began < 0.6
+    err = capsys.readouterr().err
+    assert err == f"taskq: health live: no worker answers on {path}: no answer within 0.3s\n"
+    server.join(10.0)
+
+
+def test_an_answer_that_is_not_http_is_one_line_and_exit_2(
+    socket_dir: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Something answers, but not a worker: exit 2, and its CR LF never splits the line."""
+    path = os.path.join(socket_dir, "junk.sock")
+    server = _answer_with(path, b"NOT HTTP\r\n", every=0)
+    assert ask("/live", path) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.count("\n") == 1
+    assert err.startswith(f"taskq: health live: no worker answers on {path}: the answer is not")
+    assert "\\r\\n" in err  # escaped, as written
+    server.join(10.0)
 
 
 # -- the socket path, as the worker resolves it ------------------------------------------
