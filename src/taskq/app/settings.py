@@ -25,6 +25,7 @@ import contextlib
 import json
 import logging
 import math
+import os
 import re
 import uuid
 from collections.abc import Iterator, Mapping
@@ -251,6 +252,12 @@ def _queue_list(value: object) -> object:
 def _hhmm(value: str) -> str:
     hour, minute = parse_hhmm_utc(value, what="daily fire time")
     return f"{hour:02d}:{minute:02d}"
+
+
+def _absolute_path(value: str) -> str:
+    if not os.path.isabs(value):
+        raise ValueError(f"must be an absolute path, got {value!r}")
+    return value
 
 
 def _ping_fits_the_probe(value: float) -> float:
@@ -614,7 +621,11 @@ class WorkerSettings(TaskQSettings):
 
     # -- health ---------------------------------------------------------------------------
     health_enabled: bool = True
-    health_socket_path: Annotated[str, Field(min_length=1)] = "/tmp/taskq_health.sock"
+    # Absolute: a relative path binds under the worker's working directory, and every
+    # probe would then depend on running from that same directory.
+    health_socket_path: Annotated[str, Field(min_length=1), AfterValidator(_absolute_path)] = (
+        "/tmp/taskq_health.sock"
+    )
     # Below 1.5 s: `taskq health` gives the whole exchange 2 s, and a /ready that waited
     # longer on a silent database would read as "no worker answers" (exit 2), not a 503.
     health_pg_ping_timeout: Annotated[PositiveSeconds, AfterValidator(_ping_fits_the_probe)] = 0.2

@@ -19,6 +19,7 @@ from __future__ import annotations
 import http.client
 import os
 import socket
+import stat
 import sys
 import time
 from collections.abc import Iterable, Sequence
@@ -60,11 +61,18 @@ def ask(path: str, socket_path: str | None) -> int:
     except Exception as exc:  # an unreadable .env: still one line, not a traceback
         _say(f"taskq: health {name}: cannot read {SOCKET_VARIABLE} from .env: {_why(exc)}")
         return NO_ANSWER
+    if not where or (socket_path is None and not os.path.isabs(where)):
+        # The kernel's "Invalid argument" for "" names nothing; a relative path from the
+        # settings would depend on the probe's working directory (the worker refuses it).
+        origin = "--socket" if socket_path is not None else SOCKET_VARIABLE
+        rule = "is empty" if not where else f"is not an absolute path: {where!r}"
+        _say(f"taskq: health {name}: {origin} {rule}")
+        return NO_ANSWER
     try:
         status, body = get(where, path, budget=ANSWER_BUDGET)
     except (OSError, http.client.HTTPException, ValueError) as exc:
         # ValueError: a path the socket module refuses (a NUL byte in it, say).
-        _say(f"taskq: health {name}: no worker answers on {where!s}: {_why(exc)}")
+        _say(f"taskq: health {name}: no worker answers on {where!s}: {_why(exc, where)}")
         return NO_ANSWER
     sys.stdout.write(body if body.endswith("\n") or not body else body + "\n")
     sys.stdout.flush()
@@ -79,6 +87,13 @@ def _say(line: str) -> None:
     # error's message, CR LF and all; control characters are written escaped.
     sys.stderr.write("".join(_printable(char) for char in line) + "\n")
     sys.stderr.flush()
+
+
+def _is_socket(path: str) -> bool:
+    try:
+        return stat.S_ISSOCK(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return True  # gone meanwhile, or unreadable: leave the refusal as it was said
 
 
 def _printable(char: str) -> str:
@@ -186,7 +201,10 @@ def get(socket_path: str, path: str, budget: float = ANSWER_BUDGET) -> tuple[int
         connection.close()
 
 
-def _why(exc: BaseException) -> str:
+def _why(exc: BaseException, where: str = "") -> str:
+    if isinstance(exc, ConnectionRefusedError) and not _is_socket(where):
+        # connect() on a directory or a regular file is "refused" too: say what it is.
+        return "exists and is not a socket (is --socket or TASKQ_HEALTH_SOCKET_PATH right?)"
     if isinstance(exc, FileNotFoundError):
         return "no socket file (is the worker running, with TASKQ_HEALTH_ENABLED=true?)"
     if isinstance(exc, ConnectionRefusedError):

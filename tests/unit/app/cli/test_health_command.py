@@ -22,6 +22,7 @@ from taskq.app.cli import health_probe
 from taskq.app.cli.health_probe import DEFAULT_SOCKET_PATH, ask, default_socket_path, probe_command
 from taskq.app.observability.health_server import HealthConfig, HealthServer
 from taskq.app.settings import WorkerSettings
+from taskq.domain.errors import ConfigurationError
 
 
 @pytest.fixture
@@ -99,6 +100,45 @@ def test_a_socket_nobody_listens_on_exits_2(
     leftover.close()
     assert ask("/ready", path) == 2
     assert "connection refused" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kind", ["directory", "file"])
+def test_a_path_that_is_not_a_socket_says_so(
+    kind: str, socket_dir: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """connect() on a directory or a file is "refused": not a stopped worker's socket."""
+    path = os.path.join(socket_dir, kind)
+    if kind == "directory":
+        os.mkdir(path)
+    else:
+        Path(path).write_text("not a socket")
+    assert ask("/live", path) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"taskq: health live: no worker answers on {path}: exists and is not")
+    assert "refused" not in err
+
+
+def test_an_empty_socket_setting_names_the_variable(
+    clean_env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("TASKQ_HEALTH_SOCKET_PATH", "")
+    assert ask("/live", None) == 2
+    assert capsys.readouterr().err == "taskq: health live: TASKQ_HEALTH_SOCKET_PATH is empty\n"
+    assert ask("/live", "") == 2
+    assert capsys.readouterr().err == "taskq: health live: --socket is empty\n"
+
+
+def test_a_relative_socket_setting_is_refused_as_the_worker_refuses_it(
+    clean_env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The probe would depend on its working directory; the worker refuses it at start."""
+    monkeypatch.setenv("TASKQ_HEALTH_SOCKET_PATH", "run/h.sock")
+    assert ask("/live", None) == 2
+    assert capsys.readouterr().err == (
+        "taskq: health live: TASKQ_HEALTH_SOCKET_PATH is not an absolute path: 'run/h.sock'\n"
+    )
+    with pytest.raises(ConfigurationError, match="TASKQ_HEALTH_SOCKET_PATH: must be an absolute"):
+        WorkerSettings.load_from_dict({"health_socket_path": "run/h.sock"})
 
 
 def test_a_worker_that_never_answers_exits_2_within_the_budget(
