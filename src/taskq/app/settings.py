@@ -25,6 +25,7 @@ import contextlib
 import json
 import logging
 import math
+import os
 import re
 import uuid
 from collections.abc import Iterator, Mapping
@@ -68,6 +69,8 @@ ENV_PREFIX: Final = "TASKQ_"
 #: Upper bound of TASKQ_MAX_CONCURRENCY / --max-concurrency: one consumer task each
 #: (100,000 took 1 GB and a million a minute to start), and 1.5x as many pool connections.
 MAX_CONCURRENCY_LIMIT: Final = 10_000
+#: TASKQ_HEALTH_PG_PING_TIMEOUT must stay below this: the probe's 2 s, less room to answer.
+MAX_HEALTH_PG_PING_TIMEOUT: Final = 1.5
 DEFAULT_PG_DSN: Final = "postgresql://taskq:taskq@localhost:5432/taskq"
 
 # Set while load_from_dict builds a model: the settings sources are then the
@@ -249,6 +252,21 @@ def _queue_list(value: object) -> object:
 def _hhmm(value: str) -> str:
     hour, minute = parse_hhmm_utc(value, what="daily fire time")
     return f"{hour:02d}:{minute:02d}"
+
+
+def _absolute_path(value: str) -> str:
+    if not os.path.isabs(value):
+        raise ValueError(f"must be an absolute path, got {value!r}")
+    return value
+
+
+def _ping_fits_the_probe(value: float) -> float:
+    if value >= MAX_HEALTH_PG_PING_TIMEOUT:
+        raise ValueError(
+            f"must be below {MAX_HEALTH_PG_PING_TIMEOUT:g} s, got {value:g}: `taskq health` "
+            "gives the whole exchange 2 s, so a longer wait reads as no worker answering"
+        )
+    return value
 
 
 def _socket_mode(value: object) -> int:
@@ -603,8 +621,14 @@ class WorkerSettings(TaskQSettings):
 
     # -- health ---------------------------------------------------------------------------
     health_enabled: bool = True
-    health_socket_path: Annotated[str, Field(min_length=1)] = "/tmp/taskq_health.sock"
-    health_pg_ping_timeout: PositiveSeconds = 0.2
+    # Absolute: a relative path binds under the worker's working directory, and every
+    # probe would then depend on running from that same directory.
+    health_socket_path: Annotated[str, Field(min_length=1), AfterValidator(_absolute_path)] = (
+        "/tmp/taskq_health.sock"
+    )
+    # Below 1.5 s: `taskq health` gives the whole exchange 2 s, and a /ready that waited
+    # longer on a silent database would read as "no worker answers" (exit 2), not a 503.
+    health_pg_ping_timeout: Annotated[PositiveSeconds, AfterValidator(_ping_fits_the_probe)] = 0.2
     health_tasks_enabled: bool = False
     # Octal, as chmod reads it: 0600 (the worker's user) or 0660 (its group too, for a
     # sidecar); nothing else.

@@ -755,6 +755,7 @@ def test_redact_url(url: str, redacted: str) -> None:
         ("heartbeat_command_timeout", "nan"),
         ("max_pending_lock_timeout_ms", "inf"),
         ("health_socket_path", ""),
+        ("health_pg_ping_timeout", "1.5"),  # the probe's 2 s must hold the /ready wait
         ("prune_batch_size", "0"),
     ],
 )
@@ -762,6 +763,16 @@ def test_invalid_value_names_its_variable(field: str, bad: str) -> None:
     """Each field's own rule refuses a bad value with a ConfigurationError naming the variable."""
     with pytest.raises(ConfigurationError, match=f"{env_var(field)}:"):
         WorkerSettings.load_from_dict({field: bad})
+
+
+def test_a_ping_timeout_the_probe_cannot_wait_for_is_one_line_naming_it() -> None:
+    """3 s against `taskq health`'s 2 s budget read as "no worker answers", not a 503."""
+    with pytest.raises(ConfigurationError) as info:
+        WorkerSettings.load_from_dict({"health_pg_ping_timeout": "3"})
+    message = str(info.value)
+    assert "TASKQ_HEALTH_PG_PING_TIMEOUT: must be below 1.5 s, got 3" in message
+    assert "\n" not in message
+    assert WorkerSettings.load_from_dict({"health_pg_ping_timeout": "1.4"}).health_pg_ping_timeout
 
 
 @pytest.mark.parametrize(

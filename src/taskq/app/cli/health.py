@@ -17,7 +17,9 @@ from taskq.app.cli.health_probe import DEFAULT_SOCKET_PATH, SOCKET_VARIABLE, ask
 health_app = typer.Typer(
     help="Ask a running worker how it is, over its health socket (exit 0 healthy, "
     "1 unhealthy, 2 no worker answers).",
-    no_args_is_help=True,
+    # Not help and exit 0: an exec probe mistyped as ["taskq", "health"] must fail, so
+    # a missing sub-command is click's usage error ("Missing command."), exit 1.
+    no_args_is_help=False,
 )
 
 SocketOption = Annotated[

@@ -19,10 +19,11 @@ from __future__ import annotations
 import http.client
 import os
 import socket
+import stat
 import sys
 import time
 from collections.abc import Iterable, Sequence
-from typing import Final
+from typing import Any, Final
 
 #: The whole exchange (connect, ask, read the answer) must fit in this many seconds.
 ANSWER_BUDGET: Final = 2.0
@@ -60,11 +61,18 @@ def ask(path: str, socket_path: str | None) -> int:
     except Exception as exc:  # an unreadable .env: still one line, not a traceback
         _say(f"taskq: health {name}: cannot read {SOCKET_VARIABLE} from .env: {_why(exc)}")
         return NO_ANSWER
+    if not where or (socket_path is None and not os.path.isabs(where)):
+        # The kernel's "Invalid argument" for "" names nothing; a relative path from the
+        # settings would depend on the probe's working directory (the worker refuses it).
+        origin = "--socket" if socket_path is not None else SOCKET_VARIABLE
+        rule = "is empty" if not where else f"is not an absolute path: {where!r}"
+        _say(f"taskq: health {name}: {origin} {rule}")
+        return NO_ANSWER
     try:
         status, body = get(where, path, budget=ANSWER_BUDGET)
     except (OSError, http.client.HTTPException, ValueError) as exc:
         # ValueError: a path the socket module refuses (a NUL byte in it, say).
-        _say(f"taskq: health {name}: no worker answers on {where!s}: {_why(exc)}")
+        _say(f"taskq: health {name}: no worker answers on {where!s}: {_why(exc, where)}")
         return NO_ANSWER
     sys.stdout.write(body if body.endswith("\n") or not body else body + "\n")
     sys.stdout.flush()
@@ -75,8 +83,23 @@ def ask(path: str, socket_path: str | None) -> int:
 
 
 def _say(line: str) -> None:
-    sys.stderr.write(line + "\n")
+    # One line whatever the text holds: an answer that is not HTTP comes back in the
+    # error's message, CR LF and all; control characters are written escaped.
+    sys.stderr.write("".join(_printable(char) for char in line) + "\n")
     sys.stderr.flush()
+
+
+def _is_socket(path: str) -> bool:
+    try:
+        return stat.S_ISSOCK(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return True  # gone meanwhile, or unreadable: leave the refusal as it was said
+
+
+def _printable(char: str) -> str:
+    if char.isprintable():
+        return char
+    return repr(char)[1:-1] if len(repr(char)) > 3 else f"\\x{ord(char):02x}"
 
 
 def default_socket_path(env_file: str = ".env") -> str:
@@ -102,6 +125,47 @@ def _lookup(pairs: Iterable[tuple[str, str]]) -> str | None:
     return None
 
 
+class _DeadlineSocket(socket.socket):
+    """An ``AF_UNIX`` socket whose every send and receive ends by one deadline.
+
+    A socket timeout bounds each call alone: a server that trickles a byte every
+    0.5 s resets it on each byte and holds the probe for as long as it likes. Each
+    call here gets only what is left of the whole budget, so connect, send and all
+    the reads together end by the deadline.
+    """
+
+    def __init__(self, deadline: float) -> None:
+        super().__init__(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._deadline = deadline
+
+    def _left(self) -> None:
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the probe's deadline passed")
+        self.settimeout(left)
+
+    def connect(self, address: Any) -> None:
+        self._left()
+        super().connect(address)
+
+    def sendall(self, data: Any, flags: int = 0) -> None:
+        self._left()
+        super().sendall(data, flags)
+
+    def send(self, data: Any, flags: int = 0) -> int:
+        self._left()
+        return super().send(data, flags)
+
+    def recv(self, bufsize: int, flags: int = 0) -> bytes:
+        self._left()
+        return super().recv(bufsize, flags)
+
+    def recv_into(self, buffer: Any, nbytes: int = 0, flags: int = 0) -> int:
+        # What the response's buffered reader calls for every chunk it reads.
+        self._left()
+        return super().recv_into(buffer, nbytes, flags)
+
+
 class _UnixConnection(http.client.HTTPConnection):
     """http.client's HTTP/1.1 over a Unix socket: only the transport differs."""
 
@@ -111,8 +175,7 @@ class _UnixConnection(http.client.HTTPConnection):
         self._deadline = deadline
 
     def connect(self) -> None:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(max(0.001, self._deadline - time.monotonic()))
+        sock = _DeadlineSocket(self._deadline)
         try:
             sock.connect(self._socket_path)
         except BaseException:
@@ -122,7 +185,8 @@ class _UnixConnection(http.client.HTTPConnection):
 
 
 def get(socket_path: str, path: str, budget: float = ANSWER_BUDGET) -> tuple[int, str]:
-    """``(status, body)`` of ``GET path`` on the worker's socket, within ``budget`` seconds.
+    """``(status, body)`` of ``GET path`` on the worker's socket, within ``budget`` seconds
+    in all (connect, send and every read share one deadline).
 
     Raises ``OSError`` (no socket, refused, timed out) or ``http.client.HTTPException``.
     """
@@ -130,18 +194,17 @@ def get(socket_path: str, path: str, budget: float = ANSWER_BUDGET) -> tuple[int
     connection = _UnixConnection(socket_path, deadline)
     try:
         connection.request("GET", path)
-        if connection.sock is not None:
-            connection.sock.settimeout(max(0.001, deadline - time.monotonic()))
         response = connection.getresponse()
         body = response.read().decode("utf-8", errors="replace")
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"no complete answer within {budget:g}s")
         return response.status, body
     finally:
         connection.close()
 
 
-def _why(exc: BaseException) -> str:
+def _why(exc: BaseException, where: str = "") -> str:
+    if isinstance(exc, ConnectionRefusedError) and not _is_socket(where):
+        # connect() on a directory or a regular file is "refused" too: say what it is.
+        return "exists and is not a socket (is --socket or TASKQ_HEALTH_SOCKET_PATH right?)"
     if isinstance(exc, FileNotFoundError):
         return "no socket file (is the worker running, with TASKQ_HEALTH_ENABLED=true?)"
     if isinstance(exc, ConnectionRefusedError):
@@ -152,6 +215,9 @@ def _why(exc: BaseException) -> str:
         return "permission denied (the socket is the worker user's; see TASKQ_HEALTH_SOCKET_MODE)"
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror
+    if isinstance(exc, http.client.HTTPException) and not isinstance(exc, OSError):
+        # Something answers, but not a worker's HTTP: as good as no worker (exit 2).
+        return f"the answer is not a worker's HTTP ({type(exc).__name__}: {exc})"
     return str(exc) or type(exc).__name__
 
 

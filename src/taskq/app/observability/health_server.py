@@ -5,7 +5,9 @@ other path is 404. The server's loop is not the worker's, so a worker loop
 that is blocked never stalls serving: ``/live`` posts a callback to the
 worker's loop and answers ``503 {"status":"unresponsive"}`` when it has not
 run within :data:`LIVE_BUDGET`; ``/ready`` runs its Postgres ping on the
-worker's loop (through the worker's pool) bounded by the ping timeout.
+worker's loop (through the worker's pool) bounded by the ping timeout, and
+makes ``/live``'s check alongside it: a ping that a blocked loop never ran is
+``loop_blocked`` under the reason ``unresponsive``, not a database timeout.
 
 What is on ``/metrics`` is whatever was registered on the registry it is
 given: this module renders it and knows nothing of what it holds.
@@ -29,6 +31,7 @@ from prometheus_client.exposition import generate_latest
 
 from taskq.app.observability import health_socket
 from taskq.app.observability.health_view import WorkerHealth
+from taskq.app.observability.loop_stack import thread_stack
 from taskq.app.observability.readiness import PingResult, judge_readiness, needs_ping
 
 #: How long the worker's loop has to run ``/live``'s callback (the worker guide's 1.0 s).
@@ -148,18 +151,33 @@ class HealthServer:
     # -- handlers ------------------------------------------------------------------------
 
     async def _live(self, request: web.Request) -> web.Response:
+        if not await self._loop_responds():
+            return _json(503, {"status": "unresponsive"})
+        return _json(200, {"status": "ok"})
+
+    async def _loop_responds(self) -> bool:
+        """Whether the worker's loop runs a callback posted now within :data:`LIVE_BUDGET`."""
         ran: concurrent.futures.Future[None] = concurrent.futures.Future()
         try:
             self._health.loop.call_soon_threadsafe(_set_done, ran)
             await asyncio.wait_for(asyncio.wrap_future(ran), LIVE_BUDGET)
         except (TimeoutError, RuntimeError):  # RuntimeError: the worker's loop is closed
-            return _json(503, {"status": "unresponsive"})
-        return _json(200, {"status": "ok"})
+            return False
+        return True
 
     async def _ready(self, request: web.Request) -> web.Response:
         snapshot = self._health.snapshot()
-        ping = await self._ping() if needs_ping(snapshot) else PingResult("skipped")
-        status, body = judge_readiness(snapshot, ping)
+        # /live's check runs beside the ping: a ping missing its timeout because the
+        # worker's loop is blocked (a sync call in an async actor) must not blame Postgres.
+        responds = asyncio.ensure_future(self._loop_responds())
+        try:
+            ping = await self._ping() if needs_ping(snapshot) else PingResult("skipped")
+            responsive = await responds
+        finally:
+            responds.cancel()
+        if not responsive and ping.outcome == "timeout":
+            ping = PingResult("loop_blocked", "not run: the worker's event loop is blocked")
+        status, body = judge_readiness(snapshot, ping, loop_responsive=responsive)
         return _json(status, body)
 
     async def _ping(self) -> PingResult:
@@ -211,7 +229,10 @@ class HealthServer:
             tasks = self._health.task_dump()
         except Exception as exc:  # the loop changed under the walk: rare, and worth a retry
             return _json(503, {"error": f"{type(exc).__name__}: {exc}; ask again"})
-        return _json(200, {"tasks": tasks})
+        # A blocked loop's running task shows its await site, not the sync call that
+        # holds the thread: the loop thread's own stack says where it really is.
+        stack = thread_stack(self._health.loop_thread_id)
+        return _json(200, {"tasks": tasks, "loop_thread_stack": stack})
 
 
 def _give_up_after(timeout: float) -> float:

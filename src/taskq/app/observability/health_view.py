@@ -43,6 +43,12 @@ class WorkerHealth(Protocol):
         """The worker's event loop (``/live`` posts a callback to it)."""
         ...
 
+    @property
+    def loop_thread_id(self) -> int | None:
+        """``threading.get_ident()`` of the thread running :attr:`loop` (None: unknown);
+        ``/tasks`` shows that thread's stack, where a blocked loop actually is."""
+        ...
+
     def snapshot(self) -> WorkerSnapshot:
         """The state now; safe to call from another thread."""
         ...

@@ -163,6 +163,13 @@ IS_LEADER: Final = Metric(
 )
 
 #: What an ``outcome`` label can say (the attempt span's words).
+#: Why a rate or concurrency limit denied a job (``worker.limits.DenialReason``, pinned
+#: equal by a test): each actor with limits has a denial series per reason from the start.
+DENIAL_REASONS: Final = ("rate-limited", "reservation-unavailable", "rate-limiter-unavailable")
+#: The statuses ``taskq_queue_jobs`` reports for each queue the leader has seen (0 when
+#: none are in it, so a series never vanishes under an alert).
+ACTIVE_STATUSES: Final = ("pending", "scheduled", "running")
+
 OUTCOMES: Final = (
     "succeeded",
     "retried",
@@ -185,12 +192,21 @@ OTEL_LABELS: Final = {
     "reason": "taskq.rate_limit.reason",
 }
 
+
+def loop_label(loop: str) -> str:
+    """The ``loop`` label of a sibling: ``consumer-17`` counts as ``consumer``, so the
+    label has a handful of values however large ``TASKQ_MAX_CONCURRENCY`` is."""
+    return "consumer" if loop.startswith("consumer-") else loop
+
+
 __all__ = [
     "ACTIVE_JOBS",
+    "ACTIVE_STATUSES",
     "ATTEMPTS",
     "ATTEMPT_DURATION",
     "CLAIM_BATCH",
     "CLAIM_DURATION",
+    "DENIAL_REASONS",
     "GROUP_ATTRIBUTE",
     "HEARTBEAT_FAILURES",
     "IS_LEADER",
@@ -205,4 +221,5 @@ __all__ = [
     "SIBLING_CRASHES",
     "WATCHDOG_TRIPS",
     "Metric",
+    "loop_label",
 ]

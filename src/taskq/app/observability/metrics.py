@@ -127,6 +127,17 @@ class WorkerMetrics:
             for outcome in m.OUTCOMES:
                 self._attempt_meters(actor, queue, outcome)
 
+    def prepare_denials(self, actors: Iterable[str]) -> None:
+        """Each reason's denial series of each actor with limits, at 0 (actors x 3)."""
+        for actor in actors:
+            for reason in m.DENIAL_REASONS:
+                self._prom.rate_limit_denials.labels(actor, reason)
+
+    def prepare_loops(self, loops: Iterable[str]) -> None:
+        """The crash series of each of the worker's loops, at 0 (the consumers as one)."""
+        for loop in loops:
+            self._prom.sibling_crashes.labels(m.loop_label(loop))
+
     # -- the job path ----------------------------------------------------------------------
 
     def attempt_ended(self, actor: str, queue: str, outcome: str, seconds: float | None) -> None:
@@ -193,9 +204,10 @@ class WorkerMetrics:
             self._otel.watchdog_trips.add(1, self._otel.attributes(detector=detector))
 
     def sibling_crashed(self, loop: str) -> None:
-        self._prom.sibling_crashes.labels(loop).inc()
+        label = m.loop_label(loop)
+        self._prom.sibling_crashes.labels(label).inc()
         if self._otel is not None:
-            self._otel.sibling_crashes.add(1, self._otel.attributes(loop=loop))
+            self._otel.sibling_crashes.add(1, self._otel.attributes(loop=label))
 
     def shutdown_took(self, seconds: float) -> None:
         self._prom.shutdown_duration.observe(seconds)

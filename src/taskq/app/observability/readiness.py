@@ -4,6 +4,9 @@ Each cause of a 503 adds one code to ``reasons`` (docs/operations.md, "Health
 socket", says what each means and what to do):
 
 - ``starting``: the worker has not started its siblings yet;
+- ``unresponsive``: the worker's event loop did not run a posted callback in
+  time (``/live``'s check): it is blocked, so the ping was never tried
+  (``pg_ping`` is ``loop_blocked``) and Postgres is not blamed;
 - ``shutting_down``: a shutdown is in progress (``shutdown_phase`` says which phase);
 - ``stale_loops``: a loop stopped ticking (``stale_loops`` names them);
 - ``pg_ping_timeout`` / ``pg_ping_failed``: ``SELECT 1`` through the worker's
@@ -19,6 +22,7 @@ from typing import Final, Literal
 from taskq.app.observability.health_view import WorkerSnapshot
 
 STARTING: Final = "starting"
+UNRESPONSIVE: Final = "unresponsive"
 SHUTTING_DOWN: Final = "shutting_down"
 STALE_LOOPS: Final = "stale_loops"
 PG_PING_TIMEOUT: Final = "pg_ping_timeout"
@@ -27,10 +31,11 @@ PG_PING_FAILED: Final = "pg_ping_failed"
 
 @dataclass(frozen=True, slots=True)
 class PingResult:
-    """How the readiness ping went: ``ok``, ``timeout``, ``failed`` (with the error) or
-    ``skipped`` (not tried: the worker is shutting down)."""
+    """How the readiness ping went: ``ok``, ``timeout``, ``failed`` (with the error),
+    ``skipped`` (not tried: the worker is shutting down) or ``loop_blocked`` (posted,
+    but the worker's loop never got to it: no answer says nothing of Postgres)."""
 
-    outcome: Literal["ok", "timeout", "failed", "skipped"]
+    outcome: Literal["ok", "timeout", "failed", "skipped", "loop_blocked"]
     error: str | None = None
 
 
@@ -39,11 +44,16 @@ def needs_ping(snapshot: WorkerSnapshot) -> bool:
     return not snapshot.shutting_down
 
 
-def judge_readiness(snapshot: WorkerSnapshot, ping: PingResult) -> tuple[int, dict[str, object]]:
-    """``(status, body)`` of ``/ready`` for ``snapshot`` and the ping's result."""
+def judge_readiness(
+    snapshot: WorkerSnapshot, ping: PingResult, *, loop_responsive: bool = True
+) -> tuple[int, dict[str, object]]:
+    """``(status, body)`` of ``/ready`` for ``snapshot``, the ping's result and whether
+    the worker's loop ran ``/live``'s callback in time."""
     reasons: list[str] = []
     if not snapshot.started:
         reasons.append(STARTING)
+    if not loop_responsive:
+        reasons.append(UNRESPONSIVE)
     if snapshot.shutting_down or snapshot.shutdown_phase != 0:
         reasons.append(SHUTTING_DOWN)
     if snapshot.stale_loops:

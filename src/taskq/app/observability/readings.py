@@ -3,7 +3,9 @@
 The worker hands over a :class:`WorkerView` of its state; the leader's
 queue-depth sample is cached here as it arrives (every 15 s) and cleared
 when leadership ends, so only the current leader reports queue depths and a
-former leader never reports a stale sample.
+former leader never reports a stale sample. A queue the leader has seen keeps
+a series for every active status, 0 when a sample has no jobs in it: a status
+that empties must read 0, not vanish from under an alert.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Protocol
 
+from taskq.app.observability.metric_names import ACTIVE_STATUSES
 from taskq.domain.status import JobStatus
 from taskq.ports.store_params import QueueDepth
 
@@ -42,24 +45,40 @@ class WorkerView(Protocol):
 class Readings:
     """The worker view (None until the worker runs) and the leader's last depth sample."""
 
-    __slots__ = ("_depths", "view")
+    __slots__ = ("_depths", "_seen", "view")
 
     def __init__(self) -> None:
         self.view: WorkerView | None = None
         self._depths: tuple[QueueDepth, ...] = ()
+        #: The queues seen in this leadership's samples, in the order first seen.
+        self._seen: dict[str, None] = {}
 
     def __repr__(self) -> str:
         return f"<Readings depths={len(self._depths)} view={self.view is not None}>"
 
     def depths_sampled(self, depths: Sequence[QueueDepth]) -> None:
-        self._depths = tuple(depths)
+        depths = tuple(depths)
+        seen = dict(self._seen)
+        seen.update((d.queue, None) for d in depths)
+        # Swapped whole: a scrape from another thread reads one sample or the next.
+        self._seen, self._depths = seen, depths
 
     def depths_cleared(self) -> None:
-        self._depths = ()
+        self._seen, self._depths = {}, ()
 
     def queue_jobs(self) -> list[tuple[str, str, int]]:
-        """``(queue, status, count)`` of the last sample; empty unless leading."""
-        return [(d.queue, d.status.value, d.count) for d in self._depths]
+        """``(queue, status, count)`` of the last sample, with 0 for each active status of
+        a queue seen while leading that the sample has no jobs for; empty unless leading."""
+        seen, depths = self._seen, self._depths
+        counts = {(d.queue, d.status.value): d.count for d in depths}
+        rows = [
+            (queue, status, counts.pop((queue, status), 0))
+            for queue in seen
+            for status in ACTIVE_STATUSES
+        ]
+        # Anything else the sample holds (a status outside the active ones) as it came.
+        rows += [(queue, status, count) for (queue, status), count in counts.items()]
+        return rows
 
     def oldest_pending_ages(self) -> list[tuple[str, float]]:
         """``(queue, seconds)``: how long each queue's longest-waiting pending job has been

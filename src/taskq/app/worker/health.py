@@ -9,6 +9,7 @@ registered on the process's metrics registry.
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +40,8 @@ class StateHealth:
         self._loop = loop
         self._phase = phase
         self._started = started
+        # Built on the worker's loop (health_server says so): this thread runs it.
+        self._loop_thread_id = threading.get_ident()
 
     def __repr__(self) -> str:
         return f"<StateHealth {self._state.worker_id}>"
@@ -46,6 +49,10 @@ class StateHealth:
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
         return self._loop
+
+    @property
+    def loop_thread_id(self) -> int | None:
+        return self._loop_thread_id
 
     def snapshot(self) -> WorkerSnapshot:
         state = self._state

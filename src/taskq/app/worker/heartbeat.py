@@ -77,6 +77,9 @@ async def run_heartbeat(state: WorkerState) -> None:
     clock = state.clock
     failures = 0
     extended_at = clock.monotonic()  # the leases were set (at the latest) by the claims
+    # Its first tick is an interval away: listed from now in /ready's loop_tick_ages and
+    # taskq_loop_tick_age_seconds (age since start), not missing for the first 10 s.
+    state.liveness.register("heartbeat", interval)
     while not await wait_event(clock, interval, state.shutdown_event):
         state.liveness.tick("heartbeat", interval)
         started = clock.monotonic()

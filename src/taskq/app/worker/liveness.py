@@ -27,6 +27,12 @@ class Liveness:
         self.table = self.table.tick(name, period, self._clock.monotonic())
         self.ticked = True
 
+    def register(self, name: str, period: float) -> None:
+        """Watch ``name`` from now, before its first tick: its age counts from its start
+        (a loop whose first tick is a period away is listed, and judged, meanwhile). Not
+        a tick: the loop-lag detector still arms on the first real one."""
+        self.table = self.table.tick(name, period, self._clock.monotonic())
+
     def forget(self, name: str) -> None:
         self.table = self.table.forget(name)
 

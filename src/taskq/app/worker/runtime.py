@@ -49,6 +49,7 @@ from taskq.app.worker.hand_back import LEAVING_BUDGET, hand_back
 from taskq.app.worker.health import health_server
 from taskq.app.worker.heartbeat import run_heartbeat
 from taskq.app.worker.leader import run_leader
+from taskq.app.worker.limits import declares_limits
 from taskq.app.worker.listener import run_listener
 from taskq.app.worker.metrics_view import StateView
 from taskq.app.worker.ports import WorkerPorts
@@ -142,6 +143,9 @@ class Worker:
         self.metrics = self.state.metrics
         self.metrics.watch(StateView(self.state))
         self.metrics.prepare((name, ref.queue) for name, ref in self.state.registry.items())
+        self.metrics.prepare_denials(
+            name for name, ref in self.state.registry.items() if declares_limits(ref)
+        )
         self.orchestrator = ShutdownOrchestrator(self.state, hard_exit=hard_exit or _hard_exit)
         self.state.request_shutdown = self.request_shutdown
         self.dependencies = dependencies
@@ -326,7 +330,9 @@ class Worker:
         ]
         try:
             async with asyncio.TaskGroup() as group:
-                for name, body in self._sibling_bodies(dispatcher):
+                bodies = self._sibling_bodies(dispatcher)
+                self.metrics.prepare_loops(name for name, _ in bodies)
+                for name, body in bodies:
                     self._siblings[name] = group.create_task(
                         self._guard(name, body), name=f"taskq-{name}"
                     )

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import socket
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +22,7 @@ from taskq.app.cli import health_probe
 from taskq.app.cli.health_probe import DEFAULT_SOCKET_PATH, ask, default_socket_path, probe_command
 from taskq.app.observability.health_server import HealthConfig, HealthServer
 from taskq.app.settings import WorkerSettings
+from taskq.domain.errors import ConfigurationError
 
 
 @pytest.fixture
@@ -98,6 +102,45 @@ def test_a_socket_nobody_listens_on_exits_2(
     assert "connection refused" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("kind", ["directory", "file"])
+def test_a_path_that_is_not_a_socket_says_so(
+    kind: str, socket_dir: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """connect() on a directory or a file is "refused": not a stopped worker's socket."""
+    path = os.path.join(socket_dir, kind)
+    if kind == "directory":
+        os.mkdir(path)
+    else:
+        Path(path).write_text("not a socket")
+    assert ask("/live", path) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"taskq: health live: no worker answers on {path}: exists and is not")
+    assert "refused" not in err
+
+
+def test_an_empty_socket_setting_names_the_variable(
+    clean_env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("TASKQ_HEALTH_SOCKET_PATH", "")
+    assert ask("/live", None) == 2
+    assert capsys.readouterr().err == "taskq: health live: TASKQ_HEALTH_SOCKET_PATH is empty\n"
+    assert ask("/live", "") == 2
+    assert capsys.readouterr().err == "taskq: health live: --socket is empty\n"
+
+
+def test_a_relative_socket_setting_is_refused_as_the_worker_refuses_it(
+    clean_env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The probe would depend on its working directory; the worker refuses it at start."""
+    monkeypatch.setenv("TASKQ_HEALTH_SOCKET_PATH", "run/h.sock")
+    assert ask("/live", None) == 2
+    assert capsys.readouterr().err == (
+        "taskq: health live: TASKQ_HEALTH_SOCKET_PATH is not an absolute path: 'run/h.sock'\n"
+    )
+    with pytest.raises(ConfigurationError, match="TASKQ_HEALTH_SOCKET_PATH: must be an absolute"):
+        WorkerSettings.load_from_dict({"health_socket_path": "run/h.sock"})
+
+
 def test_a_worker_that_never_answers_exits_2_within_the_budget(
     socket_dir: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -114,6 +157,62 @@ def test_a_worker_that_never_answers_exits_2_within_the_budget(
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert "no answer within" in err
+
+
+def _answer_with(path: str, answer: bytes, every: float) -> threading.Thread:
+    """A server on ``path`` that answers one request with ``answer``, a byte every
+    ``every`` seconds (all at once when 0), then closes."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(1)
+
+    def serve() -> None:
+        with listener:
+            conn, _ = listener.accept()
+            with conn, contextlib.suppress(OSError):  # the probe hung up: done
+                conn.recv(65536)
+                if not every:
+                    conn.sendall(answer)
+                    return
+                for byte in answer:
+                    conn.sendall(bytes([byte]))
+                    time.sleep(every)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_a_trickling_server_cannot_stretch_the_budget(
+    socket_dir: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One deadline over connect, send and every read: a byte every 0.05 s resets a
+    per-read timeout forever, but the probe still gives up when the budget is spent."""
+    monkeypatch.setattr(health_probe, "ANSWER_BUDGET", 0.3)
+    path = os.path.join(socket_dir, "slow.sock")
+    answer = b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n" + b"x" * 100
+    server = _answer_with(path, answer, every=0.05)
+    began = time.monotonic()
+    assert ask("/live", path) == 2
+    assert time.monotonic() - began < 0.6
+    err = capsys.readouterr().err
+    assert err == f"taskq: health live: no worker answers on {path}: no answer within 0.3s\n"
+    server.join(10.0)
+
+
+def test_an_answer_that_is_not_http_is_one_line_and_exit_2(
+    socket_dir: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Something answers, but not a worker: exit 2, and its CR LF never splits the line."""
+    path = os.path.join(socket_dir, "junk.sock")
+    server = _answer_with(path, b"NOT HTTP\r\n", every=0)
+    assert ask("/live", path) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.count("\n") == 1
+    assert err.startswith(f"taskq: health live: no worker answers on {path}: the answer is not")
+    assert "\\r\\n" in err  # escaped, as written
+    server.join(10.0)
 
 
 # -- the socket path, as the worker resolves it ------------------------------------------
@@ -233,6 +332,22 @@ def test_typer_and_the_fast_path_answer_alike(
         main(["health", "live", "--help"])
     assert exited.value.code == 0
     assert "--socket" in capfd.readouterr().out
+
+
+@pytest.mark.parametrize("args", [["health"], ["health", "--socket", "/tmp/x.sock"]])
+def test_a_missing_sub_command_is_a_usage_error_not_help_and_exit_0(
+    args: list[str], capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A mistyped exec probe (["taskq", "health"]) must fail, not pass on the help."""
+    from taskq.app.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(args)
+    assert exited.value.code == 1
+    out, err = capfd.readouterr()
+    assert out == ""
+    assert err.startswith("taskq: health: ")
+    assert err.count("\n") == 1
 
 
 def test_an_unreadable_env_file_is_one_line_and_exit_2(

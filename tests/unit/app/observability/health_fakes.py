@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import shutil
 import tempfile
+import threading
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Literal
@@ -49,6 +50,8 @@ class FakeHealth:
         self.ping_cancelled = False
         self.dumps = 0
         self._gate: asyncio.Event | None = None
+        #: The thread running ``loop``: the test's own, unless a test runs it elsewhere.
+        self.loop_thread_id: int | None = threading.get_ident()
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:

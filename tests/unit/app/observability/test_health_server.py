@@ -7,6 +7,7 @@ import json
 import os
 import socket
 import stat
+import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 
@@ -93,8 +94,9 @@ async def test_live_answers_ok_when_the_worker_loop_runs_its_callback(
 
 
 def test_live_is_503_unresponsive_when_the_worker_loop_never_runs_it(socket_dir: str) -> None:
-    """A loop that runs nothing (as a blocked one) gets /live 503, and /ready's ping,
-    scheduled on that loop, times out: the server's own thread still answers both."""
+    """A loop that runs nothing (as a blocked one) gets /live 503, and /ready says the
+    loop is unresponsive rather than blaming Postgres for a ping the loop never ran:
+    the server's own thread still answers both."""
     wedged = asyncio.new_event_loop()  # not running: what is posted to it waits
     try:
         health = HealthServer(FakeHealth(wedged), CollectorRegistry(), _config(socket_dir))
@@ -104,7 +106,10 @@ def test_live_is_503_unresponsive_when_the_worker_loop_never_runs_it(socket_dir:
             assert (status, json.loads(body)) == (503, {"status": "unresponsive"})
             status, body = get(health.path, "/ready")
             assert status == 503
-            assert json.loads(body)["reasons"] == ["pg_ping_timeout"]
+            ready = json.loads(body)
+            assert ready["reasons"] == ["unresponsive"]
+            assert ready["pg_ping"] == "loop_blocked"
+            assert "blocked" in ready["pg_ping_error"]
         finally:
             health.stop()
     finally:
@@ -265,9 +270,42 @@ async def test_metrics_renders_the_registry_whatever_is_on_it(
 async def test_tasks_serves_the_dump_as_json(server: HealthServer, worker: FakeHealth) -> None:
     status, body = await _get_json(server, "/tasks")
     assert status == 200
-    assert body == {
-        "tasks": [{"name": "taskq-heartbeat", "coroutine": "run_heartbeat", "frames": ["h.py:1"]}]
-    }
+    assert body["tasks"] == [
+        {"name": "taskq-heartbeat", "coroutine": "run_heartbeat", "frames": ["h.py:1"]}
+    ]
+    assert isinstance(body["loop_thread_stack"], list)
+
+
+def _block_the_loop_thread(release: threading.Event) -> None:
+    release.wait(10.0)  # as time.sleep in an async def actor: the loop thread is held
+
+
+def test_tasks_shows_where_a_blocked_loop_thread_is(socket_dir: str) -> None:
+    """The running task shows only its await site; the loop thread's own stack names
+    the sync call that blocks it (code locations, never locals)."""
+    loop = asyncio.new_event_loop()
+    release = threading.Event()
+    runner = threading.Thread(target=loop.run_forever, daemon=True)
+    runner.start()
+    worker = FakeHealth(loop)
+    worker.loop_thread_id = runner.ident
+    health = HealthServer(worker, CollectorRegistry(), _config(socket_dir, tasks_enabled=True))
+    health.start()
+    try:
+        loop.call_soon_threadsafe(_block_the_loop_thread, release)
+        time.sleep(0.1)
+        status, body = get(health.path, "/tasks")
+        assert status == 200
+        stack = json.loads(body)["loop_thread_stack"]
+        assert stack[-1].endswith("in wait")  # threading.Event.wait, at the bottom
+        assert any(line.endswith(" in _block_the_loop_thread") for line in stack)
+        assert all(" in " in line and "release" not in line for line in stack)  # no locals
+    finally:
+        release.set()
+        health.stop()
+        loop.call_soon_threadsafe(loop.stop)
+        runner.join(5.0)
+        loop.close()
 
 
 async def test_tasks_is_404_unless_enabled(
@@ -383,7 +421,7 @@ def test_a_closed_worker_loop_is_unresponsive_and_not_ready(socket_dir: str) -> 
         status, body = get(health.path, "/ready")
         assert status == 503
         ready = json.loads(body)
-        assert ready["reasons"] == ["pg_ping_failed"]
+        assert ready["reasons"] == ["unresponsive", "pg_ping_failed"]  # as /live says
         assert ready["pg_ping_error"] == "the worker's event loop is closed"
     finally:
         health.stop()

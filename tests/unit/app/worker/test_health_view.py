@@ -78,3 +78,26 @@ async def test_the_gauges_are_registered_even_without_a_server() -> None:
         )
         is None
     )
+
+
+async def test_heartbeat_is_listed_from_the_start_before_its_first_beat() -> None:
+    """The heartbeat's first tick is an interval (10 s) away: until then it was missing
+    from /ready's loop_tick_ages and taskq_loop_tick_age_seconds. Listed from its start,
+    with its age since then, and the loop-lag detector is not armed by that."""
+    from taskq.app.worker.heartbeat import run_heartbeat
+
+    clock = FakeClock()
+    state = _state(clock, heartbeat_interval=10.0)
+    health = StateHealth(
+        state, asyncio.get_running_loop(), phase=lambda: ShutdownPhase.NONE, started=lambda: True
+    )
+    beating = asyncio.create_task(run_heartbeat(state))
+    try:
+        await asyncio.sleep(0)
+        clock.advance(3.0)
+        assert health.snapshot().loop_tick_ages == {"heartbeat": 3.0}
+        assert health.snapshot().stale_loops == []
+        assert state.liveness.ticked is False
+    finally:
+        state.shutdown_event.set()
+        await asyncio.wait_for(beating, 5)

@@ -214,7 +214,12 @@ async def test_the_leader_reports_queue_depths_and_the_oldest_pending_age(
         (attrs["messaging.destination.name"], attrs["taskq.job.status"]): number(point)
         for attrs, point in points["taskq.worker.queue_jobs"]
     }
-    assert depths == {("unserved", "pending"): 2, ("unserved", "scheduled"): 1}
+    # Running has no jobs: 0, not missing (a series must not vanish under an alert).
+    assert depths == {
+        ("unserved", "pending"): 2,
+        ("unserved", "scheduled"): 1,
+        ("unserved", "running"): 0,
+    }
     [(_, age)] = points["taskq.worker.queue_oldest_pending_age_seconds"]
     assert number(age) == 21
     [(_, leader)] = points["taskq.worker.is_leader"]
@@ -359,6 +364,37 @@ async def test_rate_limit_denials_are_counted_by_actor_and_reason(
     }
     assert number(point) == 1
     assert await run.stop() == 0
+
+
+async def test_denial_and_crash_series_exist_at_zero_before_the_first(
+    clock: FakeClock, backend: MemoryBackend
+) -> None:
+    """increase() misses the first event of a series that appears with it: each actor with
+    limits has a denial series per reason, and each loop a crash series, from the start;
+    the consumers share one (``consumer``), so the label stays bounded."""
+    run = WorkerRun(backend, clock, {"rated": rated, "ok": ok}, make_settings(max_concurrency=3))
+    await run.start()
+    await run.advance(1)
+    samples = scrape(run.worker.metrics_registry)
+    for reason in ("rate-limited", "reservation-unavailable", "rate-limiter-unavailable"):
+        assert value(samples, "taskq_rate_limit_denials_total", actor="rated", reason=reason) == 0
+        assert value(samples, "taskq_rate_limit_denials_total", actor="ok", reason=reason) is None
+    loops = {
+        dict(labels)["loop"] for name, labels in samples if name == "taskq_sibling_crashes_total"
+    }
+    assert loops == {"shutdown", "heartbeat", "listener", "leader", "consumer", "producer"}
+    assert all(value(samples, "taskq_sibling_crashes_total", loop=loop) == 0 for loop in loops)
+    assert await run.stop() == 0
+
+
+def test_the_denial_reasons_are_the_limiters() -> None:
+    """The pre-made denial series cover every reason the limiter gives."""
+    from typing import get_args
+
+    from taskq.app.observability.metric_names import DENIAL_REASONS
+    from taskq.app.worker.limits import DenialReason
+
+    assert set(DENIAL_REASONS) == set(get_args(DenialReason))
 
 
 class CrashingBeats(StoreProxy):
