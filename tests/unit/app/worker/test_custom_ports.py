@@ -38,17 +38,17 @@ def _worker(tmp_path: Path, factory: str, **env: str) -> WorkerProcess:
     [
         (
             "no_claim",
-            "the store (Without) does not implement QueueStore: missing claim, finish_and_claim",
+            "the store (Without) does not implement WorkerStore: missing claim, finish_and_claim",
         ),
         (
             "no_finish_many",
-            "the store (Without) does not implement QueueStore: missing finish_many",
+            "the store (Without) does not implement WorkerStore: missing finish_many",
         ),
         (
             # Was: accepted; an until-idle worker then died of a TypeError (exit 1), a leader
             # failed its stranded check every 60 s.
             "old_stranded_read",
-            "the store (OldStrandedRead) does not implement QueueStore: these methods do not "
+            "the store (OldStrandedRead) does not implement WorkerStore: these methods do not "
             "take the arguments the port passes (an older signature?): "
             "stranded_actors(takes queues, stale_after, now)",
         ),
