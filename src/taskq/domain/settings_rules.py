@@ -23,7 +23,13 @@ Timing rules, all reported together so one restart fixes them all:
   fails takes up to ``heartbeat_command_timeout``, and after the last one the
   isolation write takes up to as long again, so the loop's tick can get that old
   while the worker isolates itself; past the loop's stale threshold the watchdog
-  would end the process first (exit 2), leaving its jobs to their leases.
+  would end the process first (exit 2), leaving its jobs to their leases;
+- with the watchdog on, ``heartbeat_interval + heartbeat_command_timeout <
+  watchdog_stale_floor``: on a silent partition the other loops (the producer's
+  claim, the election) wait on the dead network from the cut, and the watchdog
+  stops judging them only once a beat has failed, which takes up to that long
+  (the next beat, then its bound); the smallest stale threshold of any loop is
+  the floor, so a loop stuck since the cut must not reach it first.
 """
 
 from __future__ import annotations
@@ -66,7 +72,7 @@ ENV_VARS: Final[Mapping[str, str]] = {
     "termination_grace_period": "TASKQ_TERMINATION_GRACE_PERIOD",
     "max_heartbeat_failures": "TASKQ_MAX_HEARTBEAT_FAILURES",
 }
-#: The variables behind the fields only the heartbeat-versus-watchdog rule reads (the
+#: The variables behind the fields only the heartbeat-versus-watchdog rules read (the
 #: settings model checks each one's own range).
 WATCHDOG_ENV_VARS: Final[Mapping[str, str]] = {
     "heartbeat_command_timeout": "TASKQ_HEARTBEAT_COMMAND_TIMEOUT",
@@ -117,6 +123,13 @@ class TimingSettings:
         isolation: a failed beat, then the wait for the next one or the isolation write."""
         timeout = self.heartbeat_command_timeout
         return max(self.heartbeat_interval, timeout) + timeout
+
+    @property
+    def store_failure_known_after(self) -> float:
+        """The longest a silent partition goes unnoticed: the next beat starts within
+        ``heartbeat_interval`` of the cut and is given up ``heartbeat_command_timeout``
+        later (the worker then knows its store is failing)."""
+        return self.heartbeat_interval + self.heartbeat_command_timeout
 
 
 def _fmt(value: float) -> str:
@@ -191,9 +204,9 @@ def timing_violations(t: TimingSettings) -> list[str]:
             out.append(f"{graces_text} must be < {_named('lock_lease', t.lock_lease)}")
 
     if t.watchdog_enabled and "heartbeat_interval" in valid:
-        line = _heartbeat_watchdog_violation(t)
-        if line is not None:
-            out.append(line)
+        for line in (_heartbeat_watchdog_violation(t), _partition_watchdog_violation(t)):
+            if line is not None:
+                out.append(line)
     return out
 
 
@@ -227,6 +240,37 @@ def _heartbeat_watchdog_violation(t: TimingSettings) -> str | None:
         f"{_named('watchdog_stale_floor', floor)}) = {_fmt(threshold)}: the watchdog would "
         "end the worker (exit 2) before it isolates itself; use "
         f"{', '.join(fixes[:-1])} or {fixes[-1]} (or {WATCHDOG_ENV_VARS['watchdog_enabled']}=false)"
+    )
+
+
+def _partition_watchdog_violation(t: TimingSettings) -> str | None:
+    """The line for a loop stuck on a dead network from the cut that the watchdog would
+    call stale before a beat fails (None when the rule holds)."""
+    interval, timeout, floor = (
+        t.heartbeat_interval,
+        t.heartbeat_command_timeout,
+        t.watchdog_stale_floor,
+    )
+    if not (_usable(timeout) and _usable(floor)):
+        return None  # the settings model reports the value itself
+    known = t.store_failure_known_after
+    if known < floor:
+        return None
+    fixes = []
+    if floor - timeout > 0:
+        fixes.append(f"{ENV_VARS['heartbeat_interval']} < {_fmt(floor - timeout)}")
+    if floor - interval > 0:
+        fixes.append(f"{WATCHDOG_ENV_VARS['heartbeat_command_timeout']} < {_fmt(floor - interval)}")
+    fixes.append(f"{WATCHDOG_ENV_VARS['watchdog_stale_floor']} > {_fmt(known)}")
+    return (
+        f"{_named('heartbeat_interval', interval)} + "
+        f"{_named('heartbeat_command_timeout', timeout)} = {_fmt(known)} (how long a silent "
+        "network partition can go before a heartbeat fails) must be < "
+        f"{_named('watchdog_stale_floor', floor)}: a claim or an election waiting on the "
+        "dead network since the cut would be called stale and the watchdog would end the "
+        "worker (exit 2) before it isolates itself; use "
+        + (f"{', '.join(fixes[:-1])} or " if len(fixes) > 1 else "")
+        + f"{fixes[-1]} (or {WATCHDOG_ENV_VARS['watchdog_enabled']}=false)"
     )
 
 

@@ -29,7 +29,7 @@ of ``os._exit`` so the TaskGroup unwinds and the worker exits non-zero.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 from types import MappingProxyType
@@ -206,6 +206,11 @@ class LivenessTable:
         if name not in self.loops:
             return self
         return LivenessTable({k: v for k, v in self.loops.items() if k != name})
+
+    def only(self, names: Collection[str]) -> LivenessTable:
+        """The table of just the loops in ``names`` (those still judged while the rest
+        are excused, e.g. while the store is failing)."""
+        return LivenessTable({k: v for k, v in self.loops.items() if k in names})
 
     def tick_ages(self, now: float) -> dict[str, float]:
         """Seconds since each loop's last tick, for ``/ready`` and ``loop_tick_age_seconds``."""

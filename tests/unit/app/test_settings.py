@@ -161,7 +161,7 @@ ENV_CASES: dict[str, tuple[str, Any]] = {
     "watchdog_enabled": ("off", False),
     "watchdog_check_interval": ("1", 1.0),
     "watchdog_tick_grace_factor": ("2", 2.0),
-    "watchdog_stale_floor": ("15", 15.0),
+    "watchdog_stale_floor": ("16", 16.0),
     "watchdog_dump_interval": ("4", 4.0),
     "watchdog_loop_lag_budget": ("20", 20.0),
     "watchdog_loop_lag_startup_grace": ("60", 60.0),

@@ -315,6 +315,10 @@ async def _extend_bounded(state: WorkerState, limiter: RateLimiter) -> None:
     settings = state.settings
     clock = state.clock
     work = asyncio.ensure_future(limiter.extend(state.worker_id, lease=state.lease))
+    # Its failure is retrieved however this wait ends: a failure after the one log line
+    # (the limiter's own timeout, after ours), the shutdown, this task's cancellation.
+    # Left unretrieved, each one was logged at exit as "Task exception was never retrieved".
+    kept(work)
     stop = state.shutdown_event.future()
     timer = asyncio.ensure_future(clock.sleep(settings.heartbeat_command_timeout))
     try:
@@ -330,15 +334,17 @@ async def _extend_bounded(state: WorkerState, limiter: RateLimiter) -> None:
             left = settings.lock_lease - settings.heartbeat_command_timeout
             timer = asyncio.ensure_future(clock.sleep(max(left, 0.0)))
             await first_done(work, timer, stop)
-            if not work.done():
-                work.cancel()
-                kept(work)  # a limiter that does not answer can hang its cancellation too
+            # Cancelled, not waited for: a limiter that does not answer can hang its
+            # cancellation too (kept above until it ends).
+            work.cancel()
             return
+    except BaseException:
+        work.cancel()  # this task was cancelled (the loop closing): the call goes with it
+        raise
     finally:
         timer.cancel()
     if not work.done():  # the shutdown is complete: nothing is left to extend
         work.cancel()
-        kept(work)
     elif not work.cancelled() and (exc := work.exception()) is not None:
         _log_extension_failed(state, str(exc) or type(exc).__name__)
 

@@ -183,7 +183,8 @@ class WorkerState:
     #: Held by the producer while it claims, so a drain never races a claim.
     claim_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     #: A claim or a heartbeat failed since the last heartbeat that worked: the network
-    #: may be dead, so claims run where a stop can abandon them (producer._bounded).
+    #: may be dead, so claims run where a stop can abandon them (producer._bounded),
+    #: and the watchdog judges only the heartbeat loop stale (the isolation is in charge).
     store_suspect: bool = False
     #: Set by the shutdown's ReleaseLeader: stop leading and do not run again.
     leader_release: asyncio.Event = field(default_factory=asyncio.Event)

@@ -3,6 +3,8 @@
 - Shutdown deadline and stale loop ticks run in one task that lives
   *outside* the worker's TaskGroup (a group child would be cancelled by the
   very sibling crash it exists to catch). It ticks on the worker's Clock.
+  While the store is failing only the heartbeat loop is judged stale
+  (:data:`JUDGED_WHILE_STORE_FAILS`): a silent partition ends in isolation.
 - Event-loop lag runs in a daemon thread on the real monotonic clock: a
   blocked loop cannot time itself, so this one detector cannot use the Clock
   port. The worker starts it only when it runs on the real clock.
@@ -47,6 +49,13 @@ from taskq.domain.watchdog import (
 
 TripHook = Callable[[Trip], Awaitable[None]]
 
+#: The loops still judged stale while the store is failing (``state.store_suspect``):
+#: only the heartbeat, whose every call is bounded and which isolates the worker (exit
+#: 1, its jobs handed back) after failed beats. The others (the producer's claim, the
+#: election, the leader's steps) may wait on a dead network for the kernel's TCP
+#: timeouts; calling them stale would end the worker with exit 2 before it isolates.
+#: Their ages still count: once a beat works again, a loop still stuck trips.
+JUDGED_WHILE_STORE_FAILS: Final = frozenset({"heartbeat"})
 #: Frames per task in a dump: the whole await chain, bounded for very deep ones.
 _DUMP_FRAMES: Final = 16
 #: Outermost frames kept when a chain is longer (the rest are its innermost: the await site).
@@ -196,7 +205,12 @@ class ShutdownWatchdog:
                 )
             if now >= next_stale_check and not late:
                 next_stale_check = now + settings.check_interval
-                stale = judge_stale_loops(state.liveness.table, now, settings)
+                table = state.liveness.table
+                if state.store_suspect:
+                    # The store is failing: loops waiting on it are not wedged, and the
+                    # heartbeat (bounded, still judged) isolates the worker (exit 1).
+                    table = table.only(JUDGED_WHILE_STORE_FAILS)
+                stale = judge_stale_loops(table, now, settings)
                 if isinstance(stale, Trip):
                     await self.on_trip(stale)
                     return

@@ -30,6 +30,9 @@ async def test_snapshot_reads_jobs_leadership_phase_and_stale_loops() -> None:
         redis_url="redis://localhost:6379/0",
         watchdog_stale_floor=5.0,
         watchdog_tick_grace_factor=2.0,
+        # A beat that fails is known within 2 s, before the 5 s floor (the timing rule).
+        heartbeat_interval=1.0,
+        heartbeat_command_timeout=1.0,
     )
     phase = ShutdownPhase.NONE
     health = StateHealth(

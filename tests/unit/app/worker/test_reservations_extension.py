@@ -9,6 +9,7 @@ are extended on time all the same.
 from __future__ import annotations
 
 import asyncio
+import gc
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -19,6 +20,7 @@ from tests.unit.app.worker.harness import WorkerRun, events_named, fields, job, 
 from taskq.adapters.memory import FakeClock, MemoryBackend, MemoryQueueStore
 from taskq.app.actors import actor
 from taskq.app.worker import events
+from taskq.domain.errors import RateLimitUnavailable
 from taskq.domain.status import JobStatus
 
 RELEASE = asyncio.Event()
@@ -157,3 +159,52 @@ async def test_a_late_answer_still_extends_the_reservations(
 
 
 WINDOW = timedelta(seconds=60)
+
+
+class FailingLimiter(SlowLimiter):
+    """``extend`` fails after ``delay`` seconds of the fake clock, as the Postgres limiter
+    does after its own 10 s timeout on a dead network."""
+
+    async def extend(self, holder: str, *, lease: timedelta, now: datetime | None = None) -> int:
+        self.calls.append(self._clock.now())
+        await self._clock.sleep(self.delay or 0.0)
+        raise RateLimitUnavailable("postgres rate limiter failed: TimeoutError()")
+
+
+@pytest.mark.parametrize("delay", [2.0, 8.0])
+async def test_a_failing_extension_leaves_no_exception_unretrieved(
+    backend: MemoryBackend,
+    clock: FakeClock,
+    client: MemoryQueueStore,
+    caplog: pytest.LogCaptureFixture,
+    delay: float,
+) -> None:
+    """Extensions that fail before the 5 s timeout (logged as they fail) or after it (the
+    Postgres limiter's own 10 s timeout on a dead network, after the one line saying it is
+    late) leave nothing for asyncio to report: before, each late failure was logged at exit
+    as "Task exception was never retrieved", twice per exit after an outage."""
+    unretrieved: list[dict[str, Any]] = []
+    loop = asyncio.get_running_loop()
+    loop.set_exception_handler(lambda _, context: unretrieved.append(context))
+    try:
+        limiter = FailingLimiter(backend.rate_limiter(), clock, delay=delay)
+        await client.enqueue(blocker.new_job({"name": "x"}, now=clock.now()))
+        run = WorkerRun(
+            backend, clock, {"blocker": blocker}, make_settings(**SETTINGS), rate_limiter=limiter
+        )
+        await run.start()
+        for _ in range(4):
+            await run.advance(10)
+        assert len(limiter.calls) >= 3
+        RELEASE.set()
+        await clock.run_until_idle()
+        assert await run.stop() == 0
+        await clock.advance_async(60)  # anything still pending ends
+        gc.collect()
+        await asyncio.sleep(0)
+    finally:
+        loop.set_exception_handler(None)
+    assert [c.get("message") for c in unretrieved] == []
+    failed = events_named(caplog, events.HEARTBEAT_FAILED)
+    assert failed
+    assert {fields(r)["part"] for r in failed} == {"reservations"}

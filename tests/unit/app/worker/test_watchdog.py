@@ -145,6 +145,67 @@ async def test_a_loop_that_stops_ticking_trips_the_stale_detector(
     await asyncio.gather(task)
 
 
+async def test_while_the_store_fails_only_the_heartbeat_is_judged_stale(
+    backend: MemoryBackend, clock: FakeClock
+) -> None:
+    """A producer stuck on a dead network since the cut (a silent partition) is not
+    called stale once a beat or a claim has failed (``store_suspect``): the heartbeat
+    isolates the worker (exit 1) instead of the watchdog ending it (exit 2). The
+    heartbeat itself is still judged, and the producer's age still counts: once a beat
+    works again, a producer still stuck trips at the next sweep."""
+    run = WorkerRun(backend, clock, REGISTRY)
+    trips: list[Trip] = []
+    watchdog = ShutdownWatchdog(
+        run.state,
+        settings=make_settings().watchdog,
+        termination_grace_period=75.0,
+        siblings=list,
+        on_trip=_recorder(trips),
+    )
+    run.state.liveness.tick("producer", 5.0)  # allowance max(15, 30) = 30 s
+    run.state.liveness.tick("leader.election", 10.0)
+    task = asyncio.create_task(watchdog.run())
+    await clock.advance_async(15)  # the first failed beat: at most interval + timeout
+    run.state.store_suspect = True
+    for _ in range(12):  # a minute of failing beats, the heartbeat ticking at each
+        await clock.advance_async(5)
+        run.state.liveness.tick("heartbeat", 10.0)
+    assert trips == []
+    run.state.store_suspect = False  # a beat worked: the store answers again
+    await clock.advance_async(6)
+    assert [t.detector for t in trips] == [Detector.STALE_LOOP]
+    assert "producer" in trips[0].reason
+    assert "leader.election" in trips[0].reason
+    assert "heartbeat" not in trips[0].reason
+    await asyncio.gather(task)
+
+
+async def test_a_stuck_heartbeat_is_stale_even_while_the_store_fails(
+    backend: MemoryBackend, clock: FakeClock
+) -> None:
+    """The heartbeat's calls are bounded: a heartbeat loop that stops ticking is wedged
+    whatever the store does, and still trips."""
+    run = WorkerRun(backend, clock, REGISTRY)
+    trips: list[Trip] = []
+    watchdog = ShutdownWatchdog(
+        run.state,
+        settings=make_settings().watchdog,
+        termination_grace_period=75.0,
+        siblings=list,
+        on_trip=_recorder(trips),
+    )
+    run.state.store_suspect = True
+    run.state.liveness.tick("heartbeat", 10.0)
+    run.state.liveness.tick("producer", 5.0)
+    task = asyncio.create_task(watchdog.run())
+    await clock.advance_async(30)
+    assert trips == []
+    await clock.advance_async(6)
+    assert [t.detector for t in trips] == [Detector.STALE_LOOP]
+    assert trips[0].reason == "loops stopped ticking: heartbeat (35.0s)"
+    await asyncio.gather(task)
+
+
 async def test_soft_trip_ends_run_with_exit_code_2(
     backend: MemoryBackend, clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:
