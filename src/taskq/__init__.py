@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # typed for checkers, imported lazily at run time
     from taskq.app.context import JobContext
     from taskq.app.di import Dependencies, Scope
     from taskq.app.handle import JobHandle
+    from taskq.app.scheduling.decorator import cron
     from taskq.app.settings import WorkerSettings
     from taskq.app.worker.main import worker_main
     from taskq.domain.errors import (
@@ -98,6 +99,7 @@ _LAZY: dict[str, str] = {
     "WorkerConnections": "taskq.app.connections",
     "WorkerSettings": "taskq.app.settings",
     "actor": "taskq.app.actors",
+    "cron": "taskq.app.scheduling.decorator",
     "worker_main": "taskq.app.worker.main",
 }
 
@@ -158,5 +160,6 @@ __all__ = [
     "WorkerConnections",
     "WorkerSettings",
     "actor",
+    "cron",
     "worker_main",
 ]

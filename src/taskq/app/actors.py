@@ -42,6 +42,7 @@ from taskq.app.actor_limits import check_actor_limits
 from taskq.app.actor_signature import ActorSignature, describe, inspect_actor
 from taskq.app.context import JobContext
 from taskq.app.di import DependencySpec, resolve_thread_locals
+from taskq.app.scheduling.schedule import CronSchedule
 from taskq.app.unstorable import find_unstorable
 from taskq.domain.actor_config import ActorConfig
 from taskq.domain.errors import ConfigurationError, PayloadValidationError, RegistryError
@@ -208,6 +209,8 @@ class ActorRef(Generic[P, R]):
     __wrapped__: Callable[..., Any]
     __name__: str
     __qualname__: str
+    #: The ``@cron`` schedules stacked on this actor (:func:`taskq.app.scheduling.decorator.cron`).
+    cron_schedules: tuple[CronSchedule, ...] = ()
 
     def __init__(
         self,
@@ -327,6 +330,12 @@ class ActorRef(Generic[P, R]):
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Call the undecorated function (no validation, no DI, no thread)."""
         return self.fn(*args, **kwargs)
+
+    def with_cron_schedule(self, schedule: CronSchedule) -> ActorRef[P, R]:
+        """A copy of this actor with ``schedule`` added (the ref itself stays immutable)."""
+        twin = copy.copy(self)
+        object.__setattr__(twin, "cron_schedules", (*self.cron_schedules, schedule))
+        return twin
 
     # -- payloads ---------------------------------------------------------------------
 

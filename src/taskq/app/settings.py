@@ -30,7 +30,7 @@ import re
 import uuid
 from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal, Self
 from urllib.parse import urlsplit
@@ -52,7 +52,7 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
-from taskq.domain.cron import Cron
+from taskq.app.scheduling.sweep_cron import sweep_cron
 from taskq.domain.errors import ConfigurationError, InvalidIdentifierError
 from taskq.domain.lock_budget import DEFAULT_CLIENT_CALL_TIMEOUT
 from taskq.domain.settings_rules import (
@@ -297,7 +297,7 @@ def _cron_shape(value: str | None) -> str | None:
             "day-of-week, separated by spaces)"
         )
     # Parsed in full now: a bad field would otherwise crash the worker once it leads.
-    Cron.checked(value, datetime.now(UTC))
+    sweep_cron(value)
     return " ".join(parts)
 
 

@@ -55,6 +55,7 @@ PUBLIC_API = [
     "WorkerConnections",
     "WorkerSettings",
     "actor",
+    "cron",
     "worker_main",
 ]
 

@@ -19,6 +19,7 @@ from typer.core import TyperGroup
 #: Command name -> (module, attribute): a Typer sub-app, or a function for one command.
 _GROUPS: dict[str, tuple[str, str]] = {
     "actor-config": ("taskq.app.cli.actor_config", "actor_config_app"),
+    "cron": ("taskq.app.cli.cron", "cron_app"),
     "demo": ("taskq.app.cli.demo", "demo_command"),
     "health": ("taskq.app.cli.health", "health_app"),
     "jobs": ("taskq.app.cli.jobs", "jobs_app"),

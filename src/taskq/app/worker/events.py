@@ -97,6 +97,8 @@ QUEUE_DEPTH: Final = "queue-depth"
 STRANDED_ACTORS: Final = "stranded-actors"
 PRUNE_COMPLETED: Final = "prune-completed"
 ARCHIVE_EXPIRY_COMPLETED: Final = "archive-expiry-completed"
+CRON_ENQUEUED: Final = "cron-enqueued"
+UNTIL_IDLE_WITH_CRON: Final = "until-idle-with-cron"
 
 SHUTDOWN_SIGNAL: Final = "shutdown-signal"
 SHUTDOWN_PHASE: Final = "shutdown-phase"

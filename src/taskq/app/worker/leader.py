@@ -15,6 +15,8 @@ worker stops::
     stranded         every 60 s   stranded_actors() → warning (the first 5 s after election)
     prune            daily        TASKQ_PRUNE_SCHEDULE_UTC (or _CRON_EXPR)
     archive-expiry   daily        TASKQ_ARCHIVE_EXPIRY_SCHEDULE_UTC (or _CRON_EXPR)
+    cron             each tick    the registry's @cron schedules, one job per tick
+                                  (taskq.app.scheduling.loop; only when there are any)
 
 Interval loops run once at election (a new leader sweeps what the previous
 one left), then at their cadence; the stranded check runs first 5 s after
@@ -37,15 +39,18 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Final
 
+from taskq.app.scheduling.loop import cron_entries, run_cron
+from taskq.app.scheduling.schedule import CronSchedule
 from taskq.app.worker import events
 from taskq.app.worker import stranded as stranded_jobs
 from taskq.app.worker.schedule import Schedule, daily_schedule
 from taskq.app.worker.state import WorkerState
 from taskq.app.worker.waiting import until_stopped, wait_event, with_timeout
 from taskq.domain.errors import TaskQError
+from taskq.domain.job import EnqueueResult
 from taskq.domain.status import TERMINAL
 from taskq.ports.store_params import PrunePolicy, ReclaimReport
 
@@ -151,6 +156,8 @@ async def _lead(state: WorkerState) -> None:
             expire_archive,
         ),
     }
+    if cron_entries(state.registry):
+        loops["leader.cron"] = cron_loop(state)
     tasks = [asyncio.create_task(loop, name=f"taskq-{name}") for name, loop in loops.items()]
     try:
         await wait_event(state.clock, None, state.shutdown_event, state.leader_release, lost)
@@ -249,6 +256,33 @@ async def _daily(state: WorkerState, name: str, schedule: Schedule, step: Step) 
         now = state.clock.now()
         await state.clock.sleep((schedule.next_after(now) - now).total_seconds())
         await _run_step(state, name, step)
+
+
+async def cron_loop(state: WorkerState) -> None:
+    """The registry's ``@cron`` schedules (see :mod:`taskq.app.scheduling.loop`)."""
+
+    def enqueued(schedule: CronSchedule, tick: datetime, result: EnqueueResult) -> None:
+        events.emit(
+            events.CRON_ENQUEUED,
+            logging.INFO if not result.was_existing else logging.DEBUG,
+            actor=schedule.actor,
+            cron=schedule.expression.expr,
+            tz=schedule.expression.tz,
+            tick=tick.isoformat(),
+            job_id=str(result.job_id),
+            was_existing=result.was_existing,
+        )
+
+    def failed(schedule: CronSchedule, tick: datetime, exc: Exception) -> None:
+        _step_failed(f"cron.{schedule.actor}", exc)
+
+    await run_cron(
+        state.store,
+        state.clock,
+        cron_entries(state.registry),
+        on_enqueued=enqueued,
+        on_failed=failed,
+    )
 
 
 async def _run_step(state: WorkerState, name: str, step: Step) -> None:

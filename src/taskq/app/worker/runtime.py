@@ -226,6 +226,7 @@ class Worker:
         try:
             dependencies.validate(self.state.registry)
             startup.shared_connection_warning(dependencies, self.state.settings.max_concurrency)
+            startup.until_idle_cron_warning(self.state.registry, self.until_idle)
             await startup.start(self.state, force=self.force)
         except TaskQError as exc:
             # Bad configuration, actor-config drift, or no database to register with.

@@ -1,5 +1,5 @@
-"""When the leader's daily sweeps fire: ``HH:MM`` UTC, or a 5-field cron expression
-(:class:`taskq.domain.cron.Cron`)."""
+"""When the leader's daily sweeps fire: ``HH:MM`` UTC, or a 5-field cron expression in UTC
+(:func:`taskq.app.scheduling.sweep_cron.sweep_cron`, evaluated like ``@cron`` schedules)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
-from taskq.domain.cron import Cron
+from taskq.app.scheduling.sweep_cron import sweep_cron
 from taskq.domain.settings_rules import parse_hhmm_utc
 
 
@@ -37,7 +37,7 @@ class DailyAt:
 
 def daily_schedule(cron_expr: str | None, hhmm: str) -> Schedule:
     """The cron expression when set, else the ``HH:MM`` UTC daily time."""
-    return Cron.parse(cron_expr) if cron_expr else DailyAt.parse(hhmm)
+    return sweep_cron(cron_expr) if cron_expr else DailyAt.parse(hhmm)
 
 
-__all__ = ["Cron", "DailyAt", "Schedule", "daily_schedule"]
+__all__ = ["DailyAt", "Schedule", "daily_schedule"]

@@ -25,6 +25,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Final
 
 from taskq.app.di import Scope
+from taskq.app.scheduling.loop import cron_entries
 from taskq.app.settings import unknown_variables
 from taskq.app.worker import events
 from taskq.app.worker.limits import limited_actors
@@ -201,6 +202,23 @@ def bootstrap_warnings(registry: Mapping[str, ActorLike], worker_queues: Sequenc
             logging.WARNING,
             note="no actors registered: this worker claims no jobs (it still heartbeats and "
             "may run maintenance as the leader)",
+        )
+
+
+def until_idle_cron_warning(registry: Mapping[str, ActorLike], until_idle: bool) -> None:
+    """The guide's start-up WARNING: until-idle with @cron schedules. The leader keeps
+    enqueueing ticks, so the queues may never drain (or drain between two ticks and exit
+    with schedules still due)."""
+    if not until_idle:
+        return
+    scheduled = sorted({entry.schedule.actor for entry in cron_entries(registry)})
+    if scheduled:
+        events.emit(
+            events.UNTIL_IDLE_WITH_CRON,
+            logging.WARNING,
+            actors=scheduled,
+            note="--until-idle is incompatible with cron-driven workloads, which enqueue "
+            "jobs indefinitely; do not combine --until-idle with @cron decorators",
         )
 
 
