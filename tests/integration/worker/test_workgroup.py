@@ -86,6 +86,10 @@ def child_pids(parent: int) -> list[int]:
     return found
 
 
+async def _exist(*paths: Path) -> bool:
+    return all(path.exists() for path in paths)
+
+
 def alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -117,8 +121,22 @@ async def test_children_share_one_workgroup_instance_in_their_rows(
 ) -> None:
     """Both children register with one UUIDv7 instance, their names as labels, their queues;
     SIGTERM then stops both cleanly (exit 0) and they deregister."""
-    supervisor = start(supervisors, db, tmp_path, HEALTHY)
+    # The health server on, as by default: each child must bind a socket of its own.
+    sockets = tmp_path / "h.sock"
+    supervisor = start(
+        supervisors,
+        db,
+        tmp_path,
+        HEALTHY,
+        TASKQ_HEALTH_ENABLED="true",
+        TASKQ_HEALTH_SOCKET_PATH=str(sockets),
+    )
     found = await live_rows(conn, db, 2)
+    await eventually(
+        lambda: _exist(tmp_path / "h.api.sock", tmp_path / "h.media.sock"),
+        within=10,
+        what="a health socket per child",
+    )
     instances = {r["workgroup_instance"] for r in found}
     assert len(instances) == 1, found
     assert uuid.UUID(str(instances.pop())).version == 7

@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Mapping
+from pathlib import PurePosixPath
 
 from taskq.app.workgroup.config import WorkerSpec
 
@@ -30,13 +31,31 @@ def worker_argv(spec: WorkerSpec) -> list[str]:
     return argv
 
 
-def worker_env(spec: WorkerSpec, base: Mapping[str, str], instance: str) -> dict[str, str]:
+def health_socket_for(base: str, name: str) -> str:
+    """The child's own health socket: ``/tmp/taskq_health.sock`` -> ``/tmp/taskq_health.api.sock``.
+
+    Every worker binds ``TASKQ_HEALTH_SOCKET_PATH`` and refuses to start when a live
+    worker holds it, so children sharing the one path would all but the first crash.
+    """
+    path = PurePosixPath(base)
+    return str(path.with_name(f"{path.stem}.{name}{path.suffix}"))
+
+
+def worker_env(
+    spec: WorkerSpec, base: Mapping[str, str], instance: str, health_socket: str
+) -> dict[str, str]:
     """The child's environment: the supervisor's, plus what ``taskq worker`` has no flag for.
 
     ``TASKQ_WORKGROUP_INSTANCE`` and ``TASKQ_WORKER_LABEL`` (the entry's name) end up in
-    the child's ``workers`` row; ``TASKQ_POLL_INTERVAL`` carries ``poll_interval``.
+    the child's ``workers`` row; ``TASKQ_POLL_INTERVAL`` carries ``poll_interval``;
+    ``TASKQ_HEALTH_SOCKET_PATH`` is the child's own (``health_socket_for``).
     """
-    env = {**base, "TASKQ_WORKGROUP_INSTANCE": instance, "TASKQ_WORKER_LABEL": spec.name}
+    env = {
+        **base,
+        "TASKQ_WORKGROUP_INSTANCE": instance,
+        "TASKQ_WORKER_LABEL": spec.name,
+        "TASKQ_HEALTH_SOCKET_PATH": health_socket_for(health_socket, spec.name),
+    }
     if spec.poll_interval is not None:
         env["TASKQ_POLL_INTERVAL"] = repr(spec.poll_interval)
     return env

@@ -7,6 +7,7 @@ otherwise run the child with the default and nobody would notice. Every refusal 
 
 from __future__ import annotations
 
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -53,6 +54,7 @@ class WorkgroupConfig:
     restart: RestartSpec
 
 
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
 _TOP = frozenset({"actors", "defaults", "restart", "workers"})
 _WORKER = frozenset({"name", "actors", "queues", "max_concurrency", "poll_interval", "health"})
 _DEFAULTS = _WORKER - {"name"}
@@ -99,6 +101,9 @@ def _worker(
         return entry.get(key, defaults.get(key))
 
     name = _text(entry.get("name"), f"{at}.name")
+    if not _NAME.fullmatch(name):
+        # It names the child's health socket file too, so no "/" or spaces.
+        raise ConfigurationError(f"{at}.name: {name!r}: use letters, digits, '_', '-' and '.'")
     at = f"{at} ({name})"
     queues = pick("queues")
     if queues is not None:

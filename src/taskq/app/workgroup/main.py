@@ -33,5 +33,6 @@ async def run_workgroup(
             instance=instance,
             registry=store,
             grace=settings.termination_grace_period + GRACE_MARGIN,
+            health_socket=settings.health_socket_path,
         )
         return await supervisor.run()

@@ -59,6 +59,7 @@ class Supervisor:
         instance: str,
         registry: WorkerRegistry,
         grace: float,
+        health_socket: str,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._config = config
@@ -66,6 +67,7 @@ class Supervisor:
         self._instance = instance
         self._registry = registry
         self._grace = grace
+        self._health_socket = health_socket
         self._clock = clock
         self._slots = [Slot(spec, BurstLimiter(config.restart)) for spec in config.workers]
         self._tracker = StaleTracker()
@@ -96,7 +98,9 @@ class Supervisor:
         return self._exit_code()
 
     def _spawn(self, slot: Slot) -> None:
-        slot.child = Child(slot.spec, worker_env(slot.spec, self._base_env, self._instance))
+        slot.child = Child(
+            slot.spec, worker_env(slot.spec, self._base_env, self._instance, self._health_socket)
+        )
         now = self._clock()
         slot.restart_at = None
         slot.next_check = now + slot.spec.health.check_interval

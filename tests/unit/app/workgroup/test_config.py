@@ -84,6 +84,7 @@ def test_defaults_health_applies_to_every_worker() -> None:
             "restart: unknown",
         ),
         ({"actors": "m:r"}, "at least one [[workers]]"),
+        ({"actors": "m:r", "workers": [{"name": "a/b"}]}, "'a/b': use letters"),
         ({"workers": [{"name": "a"}]}, "workers[0] (a).actors: expected a non-empty string"),
         ({"actors": "m:r", "workers": [{"name": "a"}, {"name": "a"}]}, "two workers are named 'a'"),
         ({"actors": "m:r", "workers": [{"name": "a", "max_concurrency": 0}]}, "max_concurrency"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime, timedelta
 
+from taskq.app.workgroup.child import health_socket_for
 from taskq.app.workgroup.health import StaleTracker
 from taskq.app.workgroup.instance import new_instance_id
 
@@ -40,3 +41,8 @@ def test_instance_ids_are_uuid7_and_sort_by_time() -> None:
     value = uuid.UUID(first)
     assert (value.version, value.variant) == (7, uuid.RFC_4122)
     assert new_instance_id() != first
+
+
+def test_each_child_has_its_own_health_socket() -> None:
+    assert health_socket_for("/tmp/taskq_health.sock", "api") == "/tmp/taskq_health.api.sock"
+    assert health_socket_for("/run/h", "media") == "/run/h.media"
