@@ -6,6 +6,7 @@ start FILE``) and watches its children through the ``workers`` table and ``/proc
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -298,3 +299,28 @@ async def test_a_child_that_ignores_sigterm_is_sigkilled_after_its_grace_exit_7(
     assert not alive(found["api"])
     assert not alive(found["media"])
     assert "outlived its grace; SIGKILL" in supervisor.stderr()
+
+
+@pytest.mark.parametrize("driver", ["asyncpg"])
+async def test_a_child_stopped_on_purpose_is_not_restarted(
+    db: Database, conn: asyncpg.Connection, tmp_path: Path, supervisors: list[WorkerProcess]
+) -> None:
+    """A child SIGTERMed directly exits 0: it was stopped on purpose, so it stays stopped
+    while its sibling runs on; the supervisor still exits 0 when told to stop."""
+    supervisor = start(supervisors, db, tmp_path, HEALTHY)
+    found = {r["worker_label"]: r["pid"] for r in await live_rows(conn, db, 2)}
+    os.kill(found["api"], signal.SIGTERM)
+    await eventually(
+        lambda: _exist_line(supervisor, f"api (pid {found['api']}) exited 0"),
+        within=30,
+        what="the api child's clean exit",
+    )
+    await asyncio.sleep(1.5)  # well past the 0.2 s restart delay: a restart would show
+    assert supervisor.stderr().count("started api") == 1
+    assert alive(found["media"])
+    supervisor.send(signal.SIGTERM)
+    assert await supervisor.wait(within=30) == 0, supervisor.output_tail()
+
+
+async def _exist_line(proc: WorkerProcess, line: str) -> bool:
+    return line in proc.stderr()
