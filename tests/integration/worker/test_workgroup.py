@@ -324,3 +324,25 @@ async def test_a_child_stopped_on_purpose_is_not_restarted(
 
 async def _exist_line(proc: WorkerProcess, line: str) -> bool:
     return line in proc.stderr()
+
+
+@pytest.mark.parametrize("driver", ["psycopg"])
+async def test_settings_come_from_dot_env_and_dsn_wins_for_the_children_too(
+    db: Database, conn: asyncpg.Connection, tmp_path: Path, supervisors: list[WorkerProcess]
+) -> None:
+    """No TASKQ_* in the environment: the supervisor and its children read .env in the
+    working directory; its DSN is wrong, and --dsn, which wins, reaches the children."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    dot_env = {**db.worker_env(), "TASKQ_PG_DSN": "postgresql://nobody@127.0.0.1:1/none"}
+    (logs / ".env").write_text("".join(f"{k}={v}\n" for k, v in dot_env.items()))
+    path = tmp_path / "workgroup.toml"
+    path.write_text(HEALTHY)
+    supervisor = WorkerProcess(
+        ["workgroup", "start", str(path), "--dsn", db.dsn], {}, logs, "supervisor"
+    )
+    supervisors.append(supervisor)
+    found = await live_rows(conn, db, 2)
+    assert {r["worker_label"] for r in found} == {"api", "media"}
+    supervisor.send(signal.SIGTERM)
+    assert await supervisor.wait(within=30) == 0, supervisor.output_tail()

@@ -46,7 +46,9 @@ def start(
     settings = operator_settings(dsn, schema)
     env = dict(os.environ)
     if dsn is not None:
-        env["TASKQ_PG_DSN"] = env["TASKQ_PG_DSN_DIRECT"] = settings.pg_dsn_direct
+        # Every DSN variable, pooled too: --dsn names the one database of the workgroup.
+        for variable in ("TASKQ_PG_DSN", "TASKQ_PG_DSN_DIRECT", "TASKQ_PG_DSN_POOLED"):
+            env[variable] = settings.pg_dsn_direct
     if schema is not None:
         env["TASKQ_SCHEMA_NAME"] = settings.schema_name
     raise typer.Exit(run_async(run_workgroup(config, settings, env)))
