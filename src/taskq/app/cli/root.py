@@ -27,6 +27,7 @@ _GROUPS: dict[str, tuple[str, str]] = {
     "queues": ("taskq.app.cli.queues", "queues_app"),
     "worker": ("taskq.app.cli.worker", "worker_command"),
     "workers": ("taskq.app.cli.workers", "workers_app"),
+    "workgroup": ("taskq.app.cli.workgroup", "workgroup_app"),
 }
 
 
