@@ -30,11 +30,11 @@ def start(
     dsn: DsnOption = None,
     schema: SchemaOption = None,
 ) -> None:
-    """Start every [[workers]] entry as a `taskq worker` child and supervise them.
+    """Start each worker entry of FILE as a `taskq worker` child and supervise them.
 
-    Exit codes: 0 every child stopped cleanly; 1 refused to start; 6 a child crashed
-    past the restart limit; 7 stopped by a signal but a child exited non-zero or was
-    killed after its grace.
+    Exit codes: 0 every child stopped cleanly; 1 refused to start; 6 a child
+    crashed past the restart limit; 7 stopped by a signal but a child exited
+    non-zero or was killed after its grace.
     """
     from taskq.app.workgroup.config import load_config
     from taskq.app.workgroup.main import run_workgroup

@@ -11,7 +11,7 @@ import pytest
 from taskq.app.cli import main
 
 DOC = Path(__file__).resolve().parents[4] / "docs" / "cli.md"
-GROUPS = ("jobs", "workers", "queues", "actor-config", "cron")
+GROUPS = ("jobs", "workers", "queues", "actor-config", "cron", "workgroup")
 #: A section heading: ### `taskq jobs list` (arguments after the command's name ignored).
 HEADING = re.compile(r"^### `taskq ([a-z-]+) ([a-z-]+)[^`]*`$", re.MULTILINE)
 #: An option as the help lists it: at the start of a row of its Options panel.
