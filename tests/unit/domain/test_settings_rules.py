@@ -134,6 +134,11 @@ def _brute(t: TimingSettings) -> bool:
         and t.cancellation_grace_period + t.cleanup_grace_period < t.termination_grace_period - 5
         and t.cancellation_grace_period + t.cleanup_grace_period < t.lock_lease
         and t.heartbeat_command_timeout < t.lock_lease
+        # With the watchdog on (the default): the heartbeat isolates before it is stale,
+        # and a beat fails before a loop stuck since a partition's cut is stale.
+        and max(t.heartbeat_interval, t.heartbeat_command_timeout) + t.heartbeat_command_timeout
+        < max(t.heartbeat_interval * t.watchdog_tick_grace_factor, t.watchdog_stale_floor)
+        and t.heartbeat_interval + t.heartbeat_command_timeout < t.watchdog_stale_floor
     )
 
 

@@ -57,6 +57,7 @@ def main(mode: str) -> int:
             "cleanup_grace_period": 0.5,
             "log_format": "json",
             "log_level": "WARNING",
+            "health_enabled": False,  # not what this tests; never the machine's socket
         }
     )
     return worker_main(
