@@ -153,6 +153,19 @@ def timeout_problem(value: object) -> str | None:
     return None
 
 
+def result_ttl_problem(value: timedelta) -> str | None:
+    """Why a stored ``result_ttl`` cannot be kept (negative, or past
+    :data:`MAX_RESULT_TTL`: its expiry would be a time no reader can load), or None."""
+    if value < timedelta(0):
+        return f"must not be negative, got {value!r}"
+    if value > MAX_RESULT_TTL:
+        return (
+            f"is at most {MAX_RESULT_TTL.days:,} days (about 1,000 years, so a result's "
+            f"expiry stays a time every store holds), got {value.days:,} days"
+        )
+    return None
+
+
 def _check_instant(field: str, value: datetime | None) -> None:
     """Raise ``ValueError`` naming ``NewJob.field`` when its UTC time is outside years
     1..9999: Postgres would store it, but no reader (Python's datetime) could load it."""
@@ -196,10 +209,15 @@ def check_queue_mode(queue: str) -> None:
 
 
 def check_actor_configs(configs: Iterable[ActorConfig]) -> None:
-    """:func:`check_texts` for actor configs (their names and queues)."""
+    """:func:`check_texts` for actor configs (their names and queues), and their
+    ``result_ttl`` within :data:`MAX_RESULT_TTL`."""
     for config in configs:
         check_texts("ActorConfig", actor=config.actor, queue=config.queue)
         check_names("ActorConfig", actor=config.actor, queue=config.queue)
+        if config.result_ttl is not None:
+            problem = result_ttl_problem(config.result_ttl)
+            if problem is not None:
+                raise ValueError(f"ActorConfig.result_ttl {problem}")
 
 
 def check_json_text(text: str, what: str) -> None:
@@ -250,6 +268,7 @@ __all__ = [
     "check_new_job",
     "check_new_jobs",
     "check_queue_mode",
+    "result_ttl_problem",
     "storable_text",
     "text_problem",
     "timeout_problem",

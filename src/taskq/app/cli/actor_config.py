@@ -22,6 +22,7 @@ from taskq.app.cli.support import DsnOption, SchemaOption, fail
 from taskq.app.settings import parse_duration
 from taskq.domain.actor_config import ActorConfig, merge_actor_configs
 from taskq.domain.errors import TaskQError, UnknownActorError
+from taskq.domain.storable import result_ttl_problem
 from taskq.ports.queue_store import QueueStore
 from taskq.ports.store_params import CapacityUpdate
 
@@ -92,6 +93,9 @@ def _result_ttl_option(value: str | None) -> timedelta | None:
         raise typer.BadParameter(str(exc)) from None
     if ttl < timedelta(0):
         raise typer.BadParameter(f"must not be negative, got {value!r}")
+    problem = result_ttl_problem(ttl)
+    if problem is not None:
+        fail(f"--result-ttl {problem}")
     return ttl
 
 

@@ -148,3 +148,34 @@ def test_diff_with_a_bad_registry_is_one_line(cli: Cli) -> None:
     code, _, err = cli("actor-config", "diff", "--actors", "no.such.module:registry")
     assert code == 1
     assert len(err.splitlines()) == 1
+
+
+def test_a_result_ttl_past_the_limit_is_refused_in_one_line(charge_row: Cli) -> None:
+    """set --result-ttl past 365,250 days (what @actor allows) exits 1 with one line and
+    leaves the row alone: before, it was stored and each success's expiry (year 12978)
+    broke `jobs list`."""
+    cli = charge_row
+    code, out, err = cli("actor-config", "set", "charge", "--result-ttl", "4000000d")
+    assert (code, out) == (1, "")
+    assert err.count("\n") == 1
+    assert err.startswith("taskq: --result-ttl is at most 365,250 days")
+    stored = cli.on_store(lambda s: s.get_actor_config("charge"))
+    assert stored == CHARGE
+
+
+def test_a_stored_time_no_reader_can_load_is_one_line(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A driver's OverflowError decoding a timestamp past year 9999 (asyncpg: `date value
+    out of range`) is one line naming the likely column and exit 1, not a traceback."""
+    from taskq.adapters.memory.store import MemoryQueueStore
+
+    async def overflow(self: object, *args: object, **kwargs: object) -> object:
+        raise OverflowError("date value out of range")
+
+    monkeypatch.setattr(MemoryQueueStore, "list_jobs", overflow)
+    code, out, err = cli("jobs", "list")
+    assert (code, out) == (1, "")
+    assert err.count("\n") == 1
+    assert err.startswith("taskq: a stored row holds a time Python cannot read")
+    assert "result_expires_at" in err
