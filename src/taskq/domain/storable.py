@@ -203,7 +203,10 @@ def check_texts(what: str, **values: str | Iterable[str] | None) -> None:
 
 
 def check_queue_mode(queue: str) -> None:
-    """What every store checks of a queue mode's queue name: its text and its length."""
+    """What every store checks of a queue mode's queue name: not empty, its text and its
+    length."""
+    if not queue:
+        raise ValueError("queue mode.queue is empty: name a queue")
     check_texts("queue mode", queue=queue)
     check_names("queue mode", queue=queue)
 
