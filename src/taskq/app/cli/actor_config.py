@@ -245,6 +245,7 @@ def list_configs(
             for c in configs
         ),
         empty="no actor has a row yet (a worker creates them when it starts)",
+        keys=("ACTOR", "QUEUE"),
     )
 
 
@@ -350,6 +351,7 @@ def diff_configs(
                 for d in differences
             ),
             empty="the stored rows match the registry",
+            keys=("ACTOR", "KIND", "FIELD"),
         )
     if merge.drifts:
         raise typer.Exit(EXIT_STRUCTURAL_DRIFT)

@@ -138,6 +138,7 @@ def list_queues(
             for v in views
         ),
         empty="no queue is known yet",
+        keys=("QUEUE", "MODE"),
     )
 
 
