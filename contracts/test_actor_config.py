@@ -163,6 +163,30 @@ async def test_a_result_ttl_past_the_limit_is_refused_and_nothing_changes(
     assert at_limit.result_ttl == MAX_RESULT_TTL
 
 
+async def test_a_capacity_count_past_int32_is_refused_and_nothing_changes(
+    harness: Harness,
+) -> None:
+    """max_concurrent or max_pending past 2,147,483,647 (a store's integer column) is a
+    ValueError naming the field, not the driver's text; the row is left alone."""
+    store = harness.store
+    await store.sync_actor_configs([A])
+    over = 2**31
+    with pytest.raises(ValueError, match=r"max_concurrent is at most 2,147,483,647"):
+        await store.set_actor_capacity(CapacityUpdate(actor="a", max_concurrent=over))
+    with pytest.raises(ValueError, match=r"max_pending is at most 2,147,483,647"):
+        await store.set_actor_capacity(CapacityUpdate(actor="a", max_pending=over))
+    with pytest.raises(ValueError, match=r"max_concurrent is at most 2,147,483,647"):
+        await store.sync_actor_configs([ActorConfig(actor="z", queue="q", max_concurrent=over)])
+    with pytest.raises(ValueError, match=r"max_pending is at most 2,147,483,647"):
+        await store.sync_actor_configs([ActorConfig(actor="z", queue="q", max_pending=over)])
+    assert await store.get_actor_config("a") == A
+    assert await store.get_actor_config("z") is None
+    top = await store.set_actor_capacity(
+        CapacityUpdate(actor="a", max_concurrent=2**31 - 1, max_pending=2**31 - 1)
+    )
+    assert (top.max_concurrent, top.max_pending) == (2**31 - 1, 2**31 - 1)
+
+
 async def test_operator_capacity_survives_a_restart_sync(harness: Harness) -> None:
     """A startup sync with the old literals keeps the values set by set_actor_capacity."""
     store = harness.store

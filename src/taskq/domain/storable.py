@@ -153,6 +153,16 @@ def timeout_problem(value: object) -> str | None:
     return None
 
 
+def capacity_count_problem(value: int) -> str | None:
+    """Why a stored ``max_concurrent`` or ``max_pending`` cannot be kept (negative, or
+    past :data:`INT32_MAX`, what a store's integer column holds), or None."""
+    if value < 0:
+        return f"must not be negative, got {value:,}"
+    if value > INT32_MAX:
+        return f"is at most {INT32_MAX:,} (what a store's integer column holds), got {value:,}"
+    return None
+
+
 def result_ttl_problem(value: timedelta) -> str | None:
     """Why a stored ``result_ttl`` cannot be kept (negative, or past
     :data:`MAX_RESULT_TTL`: its expiry would be a time no reader can load), or None."""
@@ -213,7 +223,7 @@ def check_queue_mode(queue: str) -> None:
 
 def check_actor_configs(configs: Iterable[ActorConfig]) -> None:
     """:func:`check_texts` for actor configs (their names and queues), and their
-    ``result_ttl`` within :data:`MAX_RESULT_TTL`."""
+    capacity within what a store holds (:data:`MAX_RESULT_TTL`, :data:`INT32_MAX`)."""
     for config in configs:
         check_texts("ActorConfig", actor=config.actor, queue=config.queue)
         check_names("ActorConfig", actor=config.actor, queue=config.queue)
@@ -221,6 +231,10 @@ def check_actor_configs(configs: Iterable[ActorConfig]) -> None:
             problem = result_ttl_problem(config.result_ttl)
             if problem is not None:
                 raise ValueError(f"ActorConfig.result_ttl {problem}")
+        for name in ("max_concurrent", "max_pending"):
+            count = getattr(config, name)
+            if count is not None and (problem := capacity_count_problem(count)) is not None:
+                raise ValueError(f"ActorConfig.{name} {problem}")
 
 
 def check_json_text(text: str, what: str) -> None:
@@ -266,6 +280,7 @@ __all__ = [
     "MAX_NAME_LENGTH",
     "MAX_RESULT_TTL",
     "NUL",
+    "capacity_count_problem",
     "check_json_text",
     "check_names",
     "check_new_job",

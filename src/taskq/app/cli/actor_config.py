@@ -22,7 +22,7 @@ from taskq.app.cli.support import DsnOption, SchemaOption, fail
 from taskq.app.settings import parse_duration
 from taskq.domain.actor_config import ActorConfig, merge_actor_configs
 from taskq.domain.errors import TaskQError, UnknownActorError
-from taskq.domain.storable import result_ttl_problem
+from taskq.domain.storable import capacity_count_problem, result_ttl_problem
 from taskq.ports.queue_store import QueueStore
 from taskq.ports.store_params import CapacityUpdate
 
@@ -151,6 +151,9 @@ def set_config(
     creates one when it starts): a name without one is refused.
     """
     ttl = _result_ttl_option(result_ttl)
+    for flag, count in (("--max-concurrent", max_concurrent), ("--max-pending", max_pending)):
+        if count is not None and (problem := capacity_count_problem(count)) is not None:
+            fail(f"{flag} {problem}")
     clear = {
         field
         for field, flag in (

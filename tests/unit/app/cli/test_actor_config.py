@@ -179,3 +179,17 @@ def test_a_stored_time_no_reader_can_load_is_one_line(
     assert err.count("\n") == 1
     assert err.startswith("taskq: a stored row holds a time Python cannot read")
     assert "result_expires_at" in err
+
+
+@pytest.mark.parametrize("flag", ["--max-concurrent", "--max-pending"])
+def test_a_count_past_int32_is_refused_in_one_line(charge_row: Cli, flag: str) -> None:
+    """--max-concurrent/--max-pending 2147483648 is one line "at most 2,147,483,647", exit
+    1, the row unchanged: before, the driver's `out of int32 range` text leaked."""
+    cli = charge_row
+    code, out, err = cli("actor-config", "set", "charge", flag, "2147483648")
+    assert (code, out) == (1, "")
+    assert err == (
+        f"taskq: {flag} is at most 2,147,483,647 (what a store's integer column holds), "
+        "got 2,147,483,648\n"
+    )
+    assert cli.on_store(lambda s: s.get_actor_config("charge")) == CHARGE
