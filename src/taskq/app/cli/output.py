@@ -150,17 +150,30 @@ def when(value: datetime | None) -> str:
     return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%SZ")
 
 
-def duration(value: timedelta | None) -> str:
-    """A duration for a table (``3d 4h``, ``5m 2s``, ``0s``), ``-`` for none."""
+def duration(value: timedelta | None, *, exact: bool = False) -> str:
+    """A duration for a table (``3d 4h``, ``5m 2s``, ``0s``), ``-`` for none.
+
+    An age (``exact=False``) shows its two largest whole units. A configured duration
+    (``exact=True``: a result_ttl) shows every unit and a fraction of a second, so the
+    table says what ``--json`` does in seconds: ``1.5s``, ``1h 30m``, ``1d 0h 0m 1.25s``
+    is written ``1d 1.25s``.
+    """
     if value is None:
         return "-"
-    seconds = int(value.total_seconds())
-    sign, seconds = ("-", -seconds) if seconds < 0 else ("", seconds)
+    if exact:
+        micros = value // timedelta(microseconds=1)
+        sign, micros = ("-", -micros) if micros < 0 else ("", micros)
+        seconds, fraction = divmod(micros, 1_000_000)
+    else:
+        seconds, fraction = int(value.total_seconds()), 0
+        sign, seconds = ("-", -seconds) if seconds < 0 else ("", seconds)
     days, rest = divmod(seconds, 86_400)
     hours, rest = divmod(rest, 3_600)
     minutes, secs = divmod(rest, 60)
-    parts = [(days, "d"), (hours, "h"), (minutes, "m"), (secs, "s")]
-    shown = [f"{n}{unit}" for n, unit in parts if n][:2]
+    parts = [f"{n}{unit}" for n, unit in ((days, "d"), (hours, "h"), (minutes, "m")) if n]
+    if secs or fraction:
+        parts.append(f"{secs}.{fraction:06d}".rstrip("0") + "s" if fraction else f"{secs}s")
+    shown = parts if exact else parts[:2]
     return sign + (" ".join(shown) if shown else "0s")
 
 

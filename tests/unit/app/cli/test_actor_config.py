@@ -140,7 +140,28 @@ def test_diff_names_missing_rows_overrides_and_drift(charge_row: Cli) -> None:
     code, out, _ = cli("actor-config", "diff", "--actors", REGISTRY)
     assert code == 3
     drift = next(line for line in out.splitlines() if "drift" in line)
-    assert drift.split() == ["charge", "drift", "queue", '"old"', '"payments"']
+    assert drift.split() == ["charge", "drift", "queue", "old", "payments"]
+
+
+def test_durations_read_alike_in_tables_and_json(charge_row: Cli) -> None:
+    """A result_ttl shows as set takes it in get, list and the diff table (1.5s, 1h 30m,
+    never `1s` or `5400.0`); --json keeps numeric seconds. A name in diff is unquoted."""
+    cli = charge_row
+    cli("actor-config", "set", "charge", "--result-ttl", "1.5")
+    _, out, _ = cli("actor-config", "get", "charge")
+    assert "result_ttl:     1.5s" in out
+    _, out, _ = cli("actor-config", "get", "charge", "--json")
+    assert json.loads(out)["result_ttl_seconds"] == 1.5
+    _, out, _ = cli("actor-config", "list")
+    assert out.splitlines()[-1].split() == ["charge", "payments", "5", "100", "1.5s"]
+
+    cli("actor-config", "set", "charge", "--result-ttl", "90m")
+    _, out, _ = cli("actor-config", "diff", "--actors", REGISTRY)
+    row = next(line for line in out.splitlines() if "result_ttl" in line)
+    assert row.split() == ["charge", "override", "result_ttl", "1h", "30m", "1h"]
+    _, out, _ = cli("actor-config", "diff", "--actors", REGISTRY, "--json")
+    override = next(d for d in json.loads(out) if d["field"] == "result_ttl")
+    assert (override["stored"], override["registered"]) == (5400.0, 3600.0)
 
 
 def test_diff_with_a_bad_registry_is_one_line(cli: Cli) -> None:
