@@ -59,9 +59,9 @@ def on_store(settings: WorkerSettings, operation: Callable[[QueueStore], Awaitab
         # A driver decoding a stored time past year 9999 (a row TaskQ did not write, or
         # one written before the limits held): one line, not a traceback.
         fail(
-            f"a stored row holds a time Python cannot read ({exc}): a timestamp past year "
-            "9999, such as jobs.result_expires_at; find it with SQL (WHERE result_expires_at "
-            "> '9999-12-31') and set it to NULL"
+            f"a stored row holds a time Python cannot read ({exc}): a timestamp outside "
+            "years 1..9999, written by other means than TaskQ; find the row with SQL "
+            "(e.g. WHERE created_at > '9999-12-31') and correct it"
         )
 
 
