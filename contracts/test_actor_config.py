@@ -16,6 +16,7 @@ from taskq.domain.actor_config import (
     QueueMode,
 )
 from taskq.domain.errors import ActorConfigDriftError, ActorConfigDriftList
+from taskq.domain.storable import MAX_RESULT_TTL
 from taskq.ports.store_params import CapacityUpdate
 
 A = ActorConfig(
@@ -138,6 +139,52 @@ async def test_set_actor_capacity_changes_only_the_named_fields(harness: Harness
     )
     assert cleared == replace(A, max_concurrent=20, max_pending=None, result_ttl=None)
     assert await store.get_actor_config("a") == cleared
+
+
+async def test_a_result_ttl_past_the_limit_is_refused_and_nothing_changes(
+    harness: Harness,
+) -> None:
+    """A result_ttl past MAX_RESULT_TTL (365,250 days, what @actor allows) is a ValueError
+    naming the field, in set_actor_capacity and in a sync: each finished job's expiry would
+    otherwise be a time no reader can load (year 12978 broke every later read)."""
+    store = harness.store
+    await store.sync_actor_configs([A])
+    with pytest.raises(ValueError, match=r"result_ttl is at most 365,250 days"):
+        await store.set_actor_capacity(
+            CapacityUpdate(actor="a", result_ttl=MAX_RESULT_TTL + timedelta(days=1))
+        )
+    with pytest.raises(ValueError, match=r"result_ttl is at most 365,250 days"):
+        await store.sync_actor_configs(
+            [ActorConfig(actor="z", queue="q", result_ttl=timedelta(days=4_000_000))]
+        )
+    assert await store.get_actor_config("a") == A
+    assert await store.get_actor_config("z") is None
+    at_limit = await store.set_actor_capacity(CapacityUpdate(actor="a", result_ttl=MAX_RESULT_TTL))
+    assert at_limit.result_ttl == MAX_RESULT_TTL
+
+
+async def test_a_capacity_count_past_int32_is_refused_and_nothing_changes(
+    harness: Harness,
+) -> None:
+    """max_concurrent or max_pending past 2,147,483,647 (a store's integer column) is a
+    ValueError naming the field, not the driver's text; the row is left alone."""
+    store = harness.store
+    await store.sync_actor_configs([A])
+    over = 2**31
+    with pytest.raises(ValueError, match=r"max_concurrent is at most 2,147,483,647"):
+        await store.set_actor_capacity(CapacityUpdate(actor="a", max_concurrent=over))
+    with pytest.raises(ValueError, match=r"max_pending is at most 2,147,483,647"):
+        await store.set_actor_capacity(CapacityUpdate(actor="a", max_pending=over))
+    with pytest.raises(ValueError, match=r"max_concurrent is at most 2,147,483,647"):
+        await store.sync_actor_configs([ActorConfig(actor="z", queue="q", max_concurrent=over)])
+    with pytest.raises(ValueError, match=r"max_pending is at most 2,147,483,647"):
+        await store.sync_actor_configs([ActorConfig(actor="z", queue="q", max_pending=over)])
+    assert await store.get_actor_config("a") == A
+    assert await store.get_actor_config("z") is None
+    top = await store.set_actor_capacity(
+        CapacityUpdate(actor="a", max_concurrent=2**31 - 1, max_pending=2**31 - 1)
+    )
+    assert (top.max_concurrent, top.max_pending) == (2**31 - 1, 2**31 - 1)
 
 
 async def test_operator_capacity_survives_a_restart_sync(harness: Harness) -> None:

@@ -284,9 +284,13 @@ async def test_the_longest_names_and_keys_of_the_widest_characters_are_stored(
 
 
 async def test_a_queue_mode_or_actor_config_name_too_long_is_refused(harness: Harness) -> None:
+    """Too long a name is refused, and so is an empty queue name for a mode (a stray
+    row `queues list` would show for ever)."""
     store = harness.store
     with pytest.raises(ValueError, match=rf"queue is {MAX_NAME + 1} characters"):
         await store.set_queue_mode("q" * (MAX_NAME + 1), QueueMode.ROUND_ROBIN)
+    with pytest.raises(ValueError, match=r"queue mode\.queue is empty"):
+        await store.set_queue_mode("", QueueMode.ROUND_ROBIN)
     with pytest.raises(ValueError, match=rf"actor is {MAX_NAME + 1} characters"):
         await store.sync_actor_configs([ActorConfig(actor="a" * (MAX_NAME + 1), queue="default")])
     assert await store.queue_modes() == {}

@@ -153,6 +153,29 @@ def timeout_problem(value: object) -> str | None:
     return None
 
 
+def capacity_count_problem(value: int) -> str | None:
+    """Why a stored ``max_concurrent`` or ``max_pending`` cannot be kept (negative, or
+    past :data:`INT32_MAX`, what a store's integer column holds), or None."""
+    if value < 0:
+        return f"must not be negative, got {value:,}"
+    if value > INT32_MAX:
+        return f"is at most {INT32_MAX:,} (what a store's integer column holds), got {value:,}"
+    return None
+
+
+def result_ttl_problem(value: timedelta) -> str | None:
+    """Why a stored ``result_ttl`` cannot be kept (negative, or past
+    :data:`MAX_RESULT_TTL`: its expiry would be a time no reader can load), or None."""
+    if value < timedelta(0):
+        return f"must not be negative, got {value!r}"
+    if value > MAX_RESULT_TTL:
+        return (
+            f"is at most {MAX_RESULT_TTL.days:,} days (about 1,000 years, so a result's "
+            f"expiry stays a time every store holds), got {value.days:,} days"
+        )
+    return None
+
+
 def _check_instant(field: str, value: datetime | None) -> None:
     """Raise ``ValueError`` naming ``NewJob.field`` when its UTC time is outside years
     1..9999: Postgres would store it, but no reader (Python's datetime) could load it."""
@@ -190,16 +213,28 @@ def check_texts(what: str, **values: str | Iterable[str] | None) -> None:
 
 
 def check_queue_mode(queue: str) -> None:
-    """What every store checks of a queue mode's queue name: its text and its length."""
+    """What every store checks of a queue mode's queue name: not empty, its text and its
+    length."""
+    if not queue:
+        raise ValueError("queue mode.queue is empty: name a queue")
     check_texts("queue mode", queue=queue)
     check_names("queue mode", queue=queue)
 
 
 def check_actor_configs(configs: Iterable[ActorConfig]) -> None:
-    """:func:`check_texts` for actor configs (their names and queues)."""
+    """:func:`check_texts` for actor configs (their names and queues), and their
+    capacity within what a store holds (:data:`MAX_RESULT_TTL`, :data:`INT32_MAX`)."""
     for config in configs:
         check_texts("ActorConfig", actor=config.actor, queue=config.queue)
         check_names("ActorConfig", actor=config.actor, queue=config.queue)
+        if config.result_ttl is not None:
+            problem = result_ttl_problem(config.result_ttl)
+            if problem is not None:
+                raise ValueError(f"ActorConfig.result_ttl {problem}")
+        for name in ("max_concurrent", "max_pending"):
+            count = getattr(config, name)
+            if count is not None and (problem := capacity_count_problem(count)) is not None:
+                raise ValueError(f"ActorConfig.{name} {problem}")
 
 
 def check_json_text(text: str, what: str) -> None:
@@ -245,11 +280,13 @@ __all__ = [
     "MAX_NAME_LENGTH",
     "MAX_RESULT_TTL",
     "NUL",
+    "capacity_count_problem",
     "check_json_text",
     "check_names",
     "check_new_job",
     "check_new_jobs",
     "check_queue_mode",
+    "result_ttl_problem",
     "storable_text",
     "text_problem",
     "timeout_problem",

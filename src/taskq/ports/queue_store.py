@@ -312,7 +312,11 @@ class ActorConfigAdmin(Protocol):
 
 
 class QueueAdmin(Protocol):
-    """Queue dispatch modes; a queue with no row is strict FIFO."""
+    """Queue dispatch modes; a queue with no row is strict FIFO.
+
+    ``set_queue_mode`` refuses (``ValueError``) an empty queue name, one longer than
+    ``MAX_NAME_LENGTH`` or text no store can keep.
+    """
 
     async def set_queue_mode(self, queue: str, mode: QueueMode) -> None: ...
 

@@ -16,7 +16,13 @@ from typing import Final
 from taskq.domain.cancel_phase import CancelPhase
 from taskq.domain.job import JSON, Lease
 from taskq.domain.status import JobStatus
-from taskq.domain.storable import check_texts, storable_text, text_problem
+from taskq.domain.storable import (
+    capacity_count_problem,
+    check_texts,
+    result_ttl_problem,
+    storable_text,
+    text_problem,
+)
 
 #: Capabilities an adapter may declare in ``QueueStore.capabilities``.
 CAP_LISTEN_NOTIFY = "listen_notify"
@@ -335,6 +341,19 @@ class CapacityUpdate:
     max_pending: int | None = None
     result_ttl: timedelta | None = None
     clear: frozenset[str] = field(default_factory=frozenset)
+
+    def __post_init__(self) -> None:
+        # Refused here, so every adapter refuses alike: a result_ttl past the limit
+        # would make each finished job's expiry a time no reader can load.
+        if self.result_ttl is not None:
+            problem = result_ttl_problem(self.result_ttl)
+            if problem is not None:
+                raise ValueError(f"CapacityUpdate.result_ttl {problem}")
+        # A count past the integer column leaked the driver's text before.
+        for name in ("max_concurrent", "max_pending"):
+            count = getattr(self, name)
+            if count is not None and (problem := capacity_count_problem(count)) is not None:
+                raise ValueError(f"CapacityUpdate.{name} {problem}")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from datetime import UTC, datetime
 from pathlib import Path
 
 import asyncpg
@@ -153,3 +154,37 @@ async def test_workers_list_shows_a_live_worker_its_lead_and_its_job(
     finally:
         worker.send(signal.SIGTERM)
         await worker.wait(within=30)
+
+
+async def test_a_stored_time_past_year_9999_reads_clamped_or_fails_in_one_line(
+    db: Database, client: JobsClient, conn: asyncpg.Connection, tmp_path: Path
+) -> None:
+    """A result_expires_at past year 9999 (written before result_ttl was bounded) reads as
+    9999-12-31 in jobs list and get; any other time no reader can load (created_at, by
+    hand) fails in one line, exit 1. Before: asyncpg's 80-line OverflowError traceback,
+    psycopg's misleading "cannot store a value"."""
+    env = operator_env(db)
+    handle = await client.enqueue(nap, NapPayload(seconds=0))
+    job = str(handle.job_id)
+    await conn.execute(
+        f"UPDATE \"{db.schema}\".jobs SET result_expires_at = '12978-01-01T00:00:00Z' "
+        "WHERE id = $1",
+        handle.job_id,
+    )
+    (listed,) = (await taskq("jobs", "list", "--json", env=env, cwd=tmp_path)).json()
+    assert listed["id"] == handle.job_id
+    assert (await taskq("jobs", "get", job, "--json", env=env, cwd=tmp_path)).json()["id"]
+    assert (await taskq("jobs", "list", env=env, cwd=tmp_path)).code == 0
+    read = await client.get(handle.job_id)
+    assert read is not None
+    assert read.result_expires_at == datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)
+
+    await conn.execute(
+        f"UPDATE \"{db.schema}\".jobs SET created_at = '12978-01-01T00:00:00Z' WHERE id = $1",
+        handle.job_id,
+    )
+    for args in (("jobs", "list"), ("jobs", "get", job)):
+        run = await taskq(*args, env=env, cwd=tmp_path)
+        assert (run.code, run.out) == (1, ""), run
+        assert run.err.count("\n") == 1, run.err
+        assert run.err.startswith("taskq: a stored row holds a time Python cannot read"), run.err

@@ -24,10 +24,13 @@ async def test_set_mode_and_list_queues(
     conn: asyncpg.Connection,
     tmp_path: Path,
 ) -> None:
-    """queues set-mode writes the queue's row; queues list shows the mode, the pending
-    backlog of an unconsumed queue with its age, and a running worker's queue as consumed."""
+    """queues set-mode (--force: no job names the queue yet) writes the queue's row; queues
+    list shows the mode, the pending backlog of an unconsumed queue with its age, and a
+    running worker's queue as consumed."""
     env = operator_env(db)
-    switched = await taskq("queues", "set-mode", "tenants", "round_robin", env=env, cwd=tmp_path)
+    switched = await taskq(
+        "queues", "set-mode", "tenants", "round_robin", "--force", env=env, cwd=tmp_path
+    )
     assert (switched.code, switched.err) == (0, ""), switched
     assert "round_robin (was strict_fifo)" in switched.out
     mode = await conn.fetchval(f'SELECT mode FROM "{db.schema}".queues WHERE name = $1', "tenants")

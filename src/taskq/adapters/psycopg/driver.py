@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import re
 import select
 from abc import ABC, abstractmethod
 from collections.abc import (
@@ -50,6 +51,8 @@ Pool: TypeAlias = "AsyncConnectionPool[Any]"
 Connection: TypeAlias = "psycopg.AsyncConnection[Any]"
 
 _savepoints: Final = itertools.count(1)
+#: psycopg's words for a date or timestamp it cannot load into a datetime.
+_UNREADABLE_TIME: Final = re.compile(r"too (large|small) \((after year 10K|before year 1)\)")
 
 
 def translation(exc: BaseException) -> BaseException | None:
@@ -66,6 +69,10 @@ def translation(exc: BaseException) -> BaseException | None:
             # No SQLSTATE: the connection or the pool failed, not a statement.
             return StoreUnavailable(f"lost the Postgres connection: {reason}")
         if state is None and isinstance(exc, psycopg.DataError):
+            if _UNREADABLE_TIME.search(reason):
+                # Refused while loading a row: a stored time Python's datetime cannot hold.
+                # Nothing was being stored; asyncpg raises OverflowError for it, so does this.
+                return OverflowError(f"a stored time is outside years 1..9999: {reason}")
             # Refused while binding (a NUL in text): the ValueError the server's class 22 maps to.
             return ValueError(f"Postgres cannot store a value: {reason}")
         return None

@@ -22,6 +22,7 @@ from taskq.app.cli.support import DsnOption, SchemaOption, fail
 from taskq.app.settings import parse_duration
 from taskq.domain.actor_config import ActorConfig, merge_actor_configs
 from taskq.domain.errors import TaskQError, UnknownActorError
+from taskq.domain.storable import capacity_count_problem, result_ttl_problem
 from taskq.ports.queue_store import QueueStore
 from taskq.ports.store_params import CapacityUpdate
 
@@ -60,7 +61,7 @@ def _max_pending(value: int | None) -> str:
 
 
 def _result_ttl(value: timedelta | None) -> str:
-    return "the @actor literal" if value is None else duration(value)
+    return "the @actor literal" if value is None else duration(value, exact=True)
 
 
 def _no_row(actor: str) -> str:
@@ -92,6 +93,9 @@ def _result_ttl_option(value: str | None) -> timedelta | None:
         raise typer.BadParameter(str(exc)) from None
     if ttl < timedelta(0):
         raise typer.BadParameter(f"must not be negative, got {value!r}")
+    problem = result_ttl_problem(ttl)
+    if problem is not None:
+        fail(f"--result-ttl {problem}")
     return ttl
 
 
@@ -147,6 +151,9 @@ def set_config(
     creates one when it starts): a name without one is refused.
     """
     ttl = _result_ttl_option(result_ttl)
+    for flag, count in (("--max-concurrent", max_concurrent), ("--max-pending", max_pending)):
+        if count is not None and (problem := capacity_count_problem(count)) is not None:
+            fail(f"{flag} {problem}")
     clear = {
         field
         for field, flag in (
@@ -236,11 +243,12 @@ def list_configs(
                 c.queue,
                 _max_concurrent(c.max_concurrent),
                 "literal" if c.max_pending is None else str(c.max_pending),
-                "literal" if c.result_ttl is None else duration(c.result_ttl),
+                "literal" if c.result_ttl is None else duration(c.result_ttl, exact=True),
             )
             for c in configs
         ),
         empty="no actor has a row yet (a worker creates them when it starts)",
+        keys=("ACTOR", "QUEUE"),
     )
 
 
@@ -259,6 +267,22 @@ def _registered(spec: str) -> list[ActorConfig]:
         )
         for ref in registry.values()
     ]
+
+
+def _cell(value: object) -> str:
+    """A stored or registered value as the diff table shows it: a duration as `set` takes
+    it (``1h 30m``, ``1.5s``), a name unquoted, metadata as JSON, NULL as ``null``."""
+    if value is None:
+        return "null"
+    if isinstance(value, timedelta):
+        return duration(value, exact=True)
+    if isinstance(value, str | int):
+        return str(value)
+    return json.dumps(value, sort_keys=True)
+
+
+def _difference(actor: str, kind: str) -> dict[str, Any]:
+    return {"actor": actor, "kind": kind, "field": None, "stored": None, "registered": None}
 
 
 def _shown(field: str, value: object) -> object:
@@ -292,44 +316,31 @@ def diff_configs(
     stored = on_store(operator_settings(dsn, schema), lambda store: store.list_actor_configs())
     merge = merge_actor_configs({c.actor: c for c in stored}, registered)
     names = {c.actor for c in registered}
-    differences: list[dict[str, Any]] = [
-        {"actor": a, "kind": "missing", "field": None, "stored": None, "registered": None}
-        for a in merge.created
+    # (what --json prints, the stored value, the registered value)
+    rows: list[tuple[dict[str, Any], object, object]] = [
+        (_difference(a, "missing"), None, None) for a in merge.created
     ]
-    differences += [
-        {
-            "actor": d.actor,
-            "kind": "drift",
-            "field": d.field,
-            "stored": _shown(d.field, d.stored),
-            "registered": _shown(d.field, d.registered),
-        }
-        for d in merge.drifts
+    for kind, found in (("drift", merge.drifts), ("override", merge.report.capacity_overrides)):
+        rows += [
+            (
+                {
+                    "actor": d.actor,
+                    "kind": kind,
+                    "field": d.field,
+                    "stored": _shown(d.field, d.stored),
+                    "registered": _shown(d.field, d.registered),
+                },
+                d.stored,
+                d.registered,
+            )
+            for d in found
+        ]
+    rows += [
+        (_difference(c.actor, "unregistered"), None, None) for c in stored if c.actor not in names
     ]
-    differences += [
-        {
-            "actor": o.actor,
-            "kind": "override",
-            "field": o.field,
-            "stored": _shown(o.field, o.stored),
-            "registered": _shown(o.field, o.registered),
-        }
-        for o in merge.report.capacity_overrides
-    ]
-    differences += [
-        {
-            "actor": c.actor,
-            "kind": "unregistered",
-            "field": None,
-            "stored": None,
-            "registered": None,
-        }
-        for c in stored
-        if c.actor not in names
-    ]
-    differences.sort(key=lambda d: (d["actor"], d["kind"], d["field"] or ""))
+    rows.sort(key=lambda r: (r[0]["actor"], r[0]["kind"], r[0]["field"] or ""))
     if as_json:
-        print_json(differences)
+        print_json([r[0] for r in rows])
     else:
         print_table(
             ("ACTOR", "KIND", "FIELD", "STORED", "REGISTERED"),
@@ -338,14 +349,13 @@ def diff_configs(
                     d["actor"],
                     d["kind"],
                     d["field"] or "-",
-                    "-" if d["kind"] in ("missing", "unregistered") else json.dumps(d["stored"]),
-                    "-"
-                    if d["kind"] in ("missing", "unregistered")
-                    else json.dumps(d["registered"]),
+                    "-" if d["kind"] in ("missing", "unregistered") else _cell(stored_value),
+                    "-" if d["kind"] in ("missing", "unregistered") else _cell(registered),
                 )
-                for d in differences
+                for d, stored_value, registered in rows
             ),
             empty="the stored rows match the registry",
+            keys=("ACTOR", "KIND", "FIELD"),
         )
     if merge.drifts:
         raise typer.Exit(EXIT_STRUCTURAL_DRIFT)

@@ -128,6 +128,8 @@ def list_jobs(
             for job in jobs
         ),
         empty="no jobs match",
+        keys=("ID", "ACTOR", "QUEUE", "STATUS"),
+        optional=("DUE", "FINISHED"),
     )
 
 
@@ -187,6 +189,8 @@ def get_job(
             for a in attempts
         ),
         empty="",
+        keys=("ATTEMPT", "OUTCOME", "WORKER"),
+        optional=("STARTED",),
     )
     for a in attempts:
         if a.traceback:

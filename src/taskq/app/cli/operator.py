@@ -43,7 +43,8 @@ def on_store(settings: WorkerSettings, operation: Callable[[QueueStore], Awaitab
     """Run ``operation`` on the operator store ``settings`` name, and return its result.
 
     A ``ValueError`` is a one-line failure too: the store raises it for a value no store
-    can keep (a name too long, a NUL), which here is always the operator's input.
+    can keep (a name too long, a NUL), which here is always the operator's input. So is
+    an ``OverflowError``: a driver reading a stored time past year 9999.
     """
 
     async def run() -> T:
@@ -54,6 +55,14 @@ def on_store(settings: WorkerSettings, operation: Callable[[QueueStore], Awaitab
         return run_async(run())
     except ValueError as exc:
         fail(str(exc))
+    except OverflowError as exc:
+        # A driver decoding a stored time past year 9999 (a row TaskQ did not write, or
+        # one written before the limits held): one line, not a traceback.
+        fail(
+            f"a stored row holds a time Python cannot read ({exc}): a timestamp outside "
+            "years 1..9999, written by other means than TaskQ; find the row with SQL "
+            "(e.g. WHERE created_at > '9999-12-31') and correct it"
+        )
 
 
 __all__ = ["on_store", "operator_settings"]

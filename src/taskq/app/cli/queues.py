@@ -11,12 +11,14 @@ import typer
 
 from taskq.app.cli.operator import on_store, operator_settings
 from taskq.app.cli.output import JsonOption, duration, iso, print_json, print_table
-from taskq.app.cli.support import DsnOption, SchemaOption
+from taskq.app.cli.support import DsnOption, SchemaOption, fail
 from taskq.app.worker.stranded import live_within
 from taskq.domain.actor_config import ActorConfig, QueueMode
+from taskq.domain.errors import TaskQError
 from taskq.domain.status import JobStatus
+from taskq.domain.storable import MAX_NAME_LENGTH
 from taskq.ports.queue_store import QueueStore
-from taskq.ports.store_params import QueueDepth, WorkerRecord
+from taskq.ports.store_params import JobQuery, QueueDepth, WorkerRecord
 
 queues_app = typer.Typer(
     help="Inspect queues and set their dispatch mode.", no_args_is_help=True, add_completion=False
@@ -136,11 +138,30 @@ def list_queues(
             for v in views
         ),
         empty="no queue is known yet",
+        keys=("QUEUE", "MODE"),
     )
 
 
-async def _set_mode(store: QueueStore, queue: str, mode: QueueMode) -> QueueMode:
-    was = (await store.queue_modes()).get(queue, QueueMode.STRICT_FIFO)
+async def _known_queue(store: QueueStore, queue: str) -> bool:
+    """Whether a job (of any status, not archived), an actor's row or a live worker names
+    ``queue``: what a mode could apply to."""
+    if any(c.queue == queue for c in await store.list_actor_configs()):
+        return True
+    if any(queue in w.queues for w in await store.list_workers()):
+        return True
+    if any(d.queue == queue for d in await store.queue_depths()):
+        return True
+    return bool(await store.list_jobs(JobQuery(queue=queue, limit=1)))
+
+
+async def _set_mode(store: QueueStore, queue: str, mode: QueueMode, force: bool) -> QueueMode:
+    modes = await store.queue_modes()
+    if not force and queue not in modes and not await _known_queue(store, queue):
+        raise TaskQError(
+            f"no job, actor or worker knows queue {queue!r} (a typo?); check the name with "
+            "`taskq queues list`, or give --force to set the mode of a queue not used yet"
+        )
+    was = modes.get(queue, QueueMode.STRICT_FIFO)
     await store.set_queue_mode(queue, mode)
     return was
 
@@ -149,12 +170,28 @@ async def _set_mode(store: QueueStore, queue: str, mode: QueueMode) -> QueueMode
 def set_mode(
     queue: Annotated[str, typer.Argument(metavar="QUEUE", help="The queue's name.")],
     mode: Annotated[QueueMode, typer.Argument(metavar="MODE", help="strict_fifo or round_robin.")],
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Set it even though no job, actor or worker knows the queue (yet).",
+        ),
+    ] = False,
     dsn: DsnOption = None,
     schema: SchemaOption = None,
 ) -> None:
     """Set how a queue dispatches: strict_fifo (priority, then time) or round_robin (one job
-    per fairness_key cohort in turn). Workers use it from their next claim, no restart."""
-    was = on_store(operator_settings(dsn, schema), lambda store: _set_mode(store, queue, mode))
+    per fairness_key cohort in turn). Workers use it from their next claim, no restart.
+
+    A queue no job, actor or worker knows is refused (a typo leaves a stray row) unless
+    --force is given."""
+    if not queue:
+        fail("QUEUE is empty: name a queue")
+    if len(queue) > MAX_NAME_LENGTH:
+        fail(f"QUEUE is {len(queue):,} characters; at most {MAX_NAME_LENGTH} fit a store's index")
+    was = on_store(
+        operator_settings(dsn, schema), lambda store: _set_mode(store, queue, mode, force)
+    )
     typer.echo(
         f"queue {queue}: {mode.value} (was {was.value}); workers use it from their next claim"
     )

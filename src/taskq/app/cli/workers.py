@@ -79,6 +79,8 @@ def list_workers(
             for w in workers
         ),
         empty="no worker is registered",
+        keys=("ID", "QUEUES"),
+        optional=("STARTED", "WORKGROUP", "LABEL", "PID", "HOST"),
     )
 
 

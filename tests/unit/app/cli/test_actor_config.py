@@ -140,7 +140,28 @@ def test_diff_names_missing_rows_overrides_and_drift(charge_row: Cli) -> None:
     code, out, _ = cli("actor-config", "diff", "--actors", REGISTRY)
     assert code == 3
     drift = next(line for line in out.splitlines() if "drift" in line)
-    assert drift.split() == ["charge", "drift", "queue", '"old"', '"payments"']
+    assert drift.split() == ["charge", "drift", "queue", "old", "payments"]
+
+
+def test_durations_read_alike_in_tables_and_json(charge_row: Cli) -> None:
+    """A result_ttl shows as set takes it in get, list and the diff table (1.5s, 1h 30m,
+    never `1s` or `5400.0`); --json keeps numeric seconds. A name in diff is unquoted."""
+    cli = charge_row
+    cli("actor-config", "set", "charge", "--result-ttl", "1.5")
+    _, out, _ = cli("actor-config", "get", "charge")
+    assert "result_ttl:     1.5s" in out
+    _, out, _ = cli("actor-config", "get", "charge", "--json")
+    assert json.loads(out)["result_ttl_seconds"] == 1.5
+    _, out, _ = cli("actor-config", "list")
+    assert out.splitlines()[-1].split() == ["charge", "payments", "5", "100", "1.5s"]
+
+    cli("actor-config", "set", "charge", "--result-ttl", "90m")
+    _, out, _ = cli("actor-config", "diff", "--actors", REGISTRY)
+    row = next(line for line in out.splitlines() if "result_ttl" in line)
+    assert row.split() == ["charge", "override", "result_ttl", "1h", "30m", "1h"]
+    _, out, _ = cli("actor-config", "diff", "--actors", REGISTRY, "--json")
+    override = next(d for d in json.loads(out) if d["field"] == "result_ttl")
+    assert (override["stored"], override["registered"]) == (5400.0, 3600.0)
 
 
 def test_diff_with_a_bad_registry_is_one_line(cli: Cli) -> None:
@@ -148,3 +169,48 @@ def test_diff_with_a_bad_registry_is_one_line(cli: Cli) -> None:
     code, _, err = cli("actor-config", "diff", "--actors", "no.such.module:registry")
     assert code == 1
     assert len(err.splitlines()) == 1
+
+
+def test_a_result_ttl_past_the_limit_is_refused_in_one_line(charge_row: Cli) -> None:
+    """set --result-ttl past 365,250 days (what @actor allows) exits 1 with one line and
+    leaves the row alone: before, it was stored and each success's expiry (year 12978)
+    broke `jobs list`."""
+    cli = charge_row
+    code, out, err = cli("actor-config", "set", "charge", "--result-ttl", "4000000d")
+    assert (code, out) == (1, "")
+    assert err.count("\n") == 1
+    assert err.startswith("taskq: --result-ttl is at most 365,250 days")
+    stored = cli.on_store(lambda s: s.get_actor_config("charge"))
+    assert stored == CHARGE
+
+
+def test_a_stored_time_no_reader_can_load_is_one_line(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A driver's OverflowError decoding a timestamp past year 9999 (asyncpg: `date value
+    out of range`) is one line saying how to find the row, exit 1, not a traceback."""
+    from taskq.adapters.memory.store import MemoryQueueStore
+
+    async def overflow(self: object, *args: object, **kwargs: object) -> object:
+        raise OverflowError("date value out of range")
+
+    monkeypatch.setattr(MemoryQueueStore, "list_jobs", overflow)
+    code, out, err = cli("jobs", "list")
+    assert (code, out) == (1, "")
+    assert err.count("\n") == 1
+    assert err.startswith("taskq: a stored row holds a time Python cannot read")
+    assert "WHERE created_at > '9999-12-31'" in err
+
+
+@pytest.mark.parametrize("flag", ["--max-concurrent", "--max-pending"])
+def test_a_count_past_int32_is_refused_in_one_line(charge_row: Cli, flag: str) -> None:
+    """--max-concurrent/--max-pending 2147483648 is one line "at most 2,147,483,647", exit
+    1, the row unchanged: before, the driver's `out of int32 range` text leaked."""
+    cli = charge_row
+    code, out, err = cli("actor-config", "set", "charge", flag, "2147483648")
+    assert (code, out) == (1, "")
+    assert err == (
+        f"taskq: {flag} is at most 2,147,483,647 (what a store's integer column holds), "
+        "got 2,147,483,648\n"
+    )
+    assert cli.on_store(lambda s: s.get_actor_config("charge")) == CHARGE

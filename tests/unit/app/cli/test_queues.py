@@ -18,6 +18,7 @@ from taskq.ports.store_params import QueueDepth, WorkerInfo, WorkerRecord
 def test_set_mode_switches_a_queue_and_list_shows_it(cli: Cli) -> None:
     """queues set-mode stores the mode (the store's queue_modes reads it back), says what it
     was, and queues list shows it; an unknown mode is a usage error."""
+    cli.on_store(lambda s: s.sync_actor_configs([ActorConfig(actor="fan", queue="multi")]))
     code, out, _ = cli("queues", "set-mode", "multi", "round_robin")
     assert (code, out) == (
         0,
@@ -25,12 +26,53 @@ def test_set_mode_switches_a_queue_and_list_shows_it(cli: Cli) -> None:
     )
     assert cli.on_store(lambda s: s.queue_modes()) == {"multi": QueueMode.ROUND_ROBIN}
     code, out, _ = cli("queues", "list", "--json")
-    (multi,) = json.loads(out)
+    (multi,) = json.loads(out)  # the actor's row names it
     assert (multi["queue"], multi["mode"], multi["consumed"]) == ("multi", "round_robin", False)
 
     code, _, err = cli("queues", "set-mode", "multi", "fastest")
     assert code == 1
     assert err.startswith("taskq: queues set-mode: Invalid value for 'MODE'")
+
+
+def test_set_mode_refuses_an_empty_long_or_unknown_queue(cli: Cli) -> None:
+    """An empty or over-long QUEUE is one line, exit 1; a queue no job, actor or live
+    worker knows (a typo) is refused in one line naming it and --force, and no row is
+    left; --force sets it. Before, each was rc 0 and a stray row in `queues list`."""
+    for name, says in (("", "QUEUE is empty"), ("q" * 201, "QUEUE is 201 characters")):
+        code, out, err = cli("queues", "set-mode", name, "round_robin")
+        assert (code, out) == (1, ""), err
+        assert err.startswith(f"taskq: {says}")
+        assert err.count("\n") == 1
+
+    code, out, err = cli("queues", "set-mode", "defualt", "round_robin")
+    assert (code, out) == (1, "")
+    assert err.count("\n") == 1
+    assert "'defualt'" in err
+    assert "--force" in err
+    assert cli.on_store(lambda s: s.queue_modes()) == {}
+
+    code, out, err = cli("queues", "set-mode", "later", "round_robin", "--force")
+    assert (code, err) == (0, "")
+    assert cli.on_store(lambda s: s.queue_modes()) == {"later": QueueMode.ROUND_ROBIN}
+    # A queue with a mode row is known: switching it back needs no --force.
+    code, _, err = cli("queues", "set-mode", "later", "strict_fifo")
+    assert (code, err) == (0, "")
+
+
+def test_set_mode_knows_a_queue_from_a_finished_job_or_a_worker(cli: Cli) -> None:
+    """A queue only a terminal job or a worker names is known (no --force needed)."""
+
+    async def setup(store: QueueStore) -> None:
+        await store.register_worker(
+            WorkerInfo(worker_id="w", hostname="h", pid=1, queues=["mail"], actors=["send"])
+        )
+        job = await store.enqueue(NewJob(actor="old", queue="archive"))
+        assert await store.request_cancel(job.job_id) is JobStatus.CANCELLED
+
+    cli.on_store(setup)
+    for queue in ("mail", "archive"):
+        code, _, err = cli("queues", "set-mode", queue, "round_robin")
+        assert (code, err) == (0, ""), queue
 
 
 def test_list_counts_jobs_per_status_and_names_unconsumed_queues(cli: Cli) -> None:

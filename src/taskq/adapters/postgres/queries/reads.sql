@@ -14,7 +14,9 @@ SELECT j.id, j.queue, j.actor, j.payload::text AS payload, j.status, j.priority,
             THEN LEAST(GREATEST(j.schedule_to_close, '0001-01-01 00:00:00+00'),
                        '9999-12-31 23:59:59+00') END AS schedule_to_close,
        j.identity_key, j.fairness_key, j.idempotency_key,
-       j.metadata::text AS metadata, j.tags, j.result::text AS result, j.result_expires_at,
+       j.metadata::text AS metadata, j.tags, j.result::text AS result,
+       CASE WHEN j.result_expires_at IS NOT NULL  -- past 9999 when written before the bound
+            THEN LEAST(j.result_expires_at, '9999-12-31 23:59:59+00') END AS result_expires_at,
        j.last_error, j.trace_id, j.span_id, j.attempt_timeout
 FROM {schema}.jobs j
 WHERE j.id = :job_id::bigint
