@@ -280,3 +280,76 @@ async def test_fifo_claims_take_the_head_of_a_large_queue(harness: Harness, seed
             store, ids, queues=["q1", "q2"], actors=ACTORS, limit=1, now=now
         ):
             break
+
+
+async def _rr_cohorts(store: Any, sizes: list[tuple[str, int]]) -> dict[int, str]:
+    """Enqueue each cohort's jobs on round_robin queue ``rr``, oldest cohort first."""
+    await store.set_queue_mode("rr", QueueMode.ROUND_ROBIN)
+    cohort_of: dict[int, str] = {}
+    tick = 0
+    for key, count in sizes:
+        for _ in range(count):
+            job_id = await enqueue(store, new_job(queue="rr", fairness_key=key), now=at(tick))
+            cohort_of[job_id] = key
+            tick += 1
+    return cohort_of
+
+
+@pytest.mark.parametrize("finish_between", [False, True], ids=["held", "finished"])
+async def test_round_robin_rounds_are_per_claim_so_one_job_claims_are_fifo(
+    harness: Harness, finish_between: bool
+) -> None:
+    """Pinned, not a wish: a job's round is its rank among its cohort's *pending* jobs,
+    computed afresh by each claim. A claim smaller than the number of cohorts therefore
+    takes the oldest cohort's next job again: one-job claims (a worker with one free
+    slot) drain cohort A(4), then B(4), then C(4), in enqueue order, whether the claimed
+    jobs are still running or already finished. docs/cli.md states this guarantee."""
+    store = harness.store
+    cohort_of = await _rr_cohorts(store, [("A", 4), ("B", 4), ("C", 4)])
+    order: list[str] = []
+    for _ in range(12):
+        expected = await expected_claim(
+            store, cohort_of, queues=["rr"], actors=ACTORS, limit=1, now=at(20)
+        )
+        got = await claim(store, queues=["rr"], limit=1, now=at(20))
+        assert by_id(got) == expected
+        order.extend(cohort_of[job.id] for job in got)
+        if finish_between:
+            for job in got:
+                await succeed(store, job.lease, now=at(20))
+    assert "".join(order) == "AAAABBBBCCCC"
+    assert await claim(store, queues=["rr"], limit=1, now=at(20)) == []
+
+
+async def test_round_robin_claim_smaller_than_the_cohorts_favours_the_oldest(
+    harness: Harness,
+) -> None:
+    """Pinned: two-job claims over A(8, oldest), B(2), C(2) take A+B, A+B, A+C, A+C,
+    then A's rest: each claim's round 0 holds every cohort's head, and the claim takes
+    the oldest heads. C waits until B is drained; A runs in every claim."""
+    store = harness.store
+    cohort_of = await _rr_cohorts(store, [("A", 8), ("B", 2), ("C", 2)])
+    claims: list[str] = []
+    for _ in range(6):
+        got = await claim(store, queues=["rr"], limit=2, now=at(20))
+        claims.append("".join(sorted(cohort_of[job.id] for job in got)))
+        for job in got:
+            await succeed(store, job.lease, now=at(20))
+    assert claims == ["AB", "AB", "AC", "AC", "AA", "AA"]
+
+
+async def test_round_robin_claim_as_large_as_the_cohorts_takes_one_of_each(
+    harness: Harness,
+) -> None:
+    """What round_robin does guarantee: a claim of at least as many jobs as there are
+    cohorts with a due job takes one job from every such cohort (before a second from
+    any), however deep the oldest cohort's backlog."""
+    store = harness.store
+    cohort_of = await _rr_cohorts(store, [("A", 6), ("B", 2), ("C", 2)])
+    claims: list[str] = []
+    for _ in range(4):
+        got = await claim(store, queues=["rr"], limit=3, now=at(20))
+        claims.append("".join(cohort_of[job.id] for job in got))
+        for job in got:
+            await succeed(store, job.lease, now=at(20))
+    assert claims == ["ABC", "ABC", "AAA", "A"]

@@ -17,6 +17,12 @@ cohort). A job's *round* is its rank within its cohort in FIFO order. The
 dispatch order is ``(round, priority desc, scheduled_at, id)``: one job from
 each cohort per round. A claim takes the first ``limit`` of that order.
 
+Rounds are computed afresh by each claim, over pending jobs only: nothing
+remembers which cohort the previous claim served. A claim of fewer jobs than
+there are cohorts takes the oldest cohorts' heads, and the next one finds the
+oldest cohort's next job at round 0 again, so one-job claims serve cohorts in
+FIFO order (contracts/test_claim_order.py pins it; docs/decisions.md says why).
+
 With only strict_fifo queues (the default) the order is exactly
 ``priority desc, scheduled_at, id``; a round_robin queue on which no job has
 a fairness key degenerates to the same order.
