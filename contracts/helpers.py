@@ -7,12 +7,17 @@ and passed explicitly, so every adapter computes the same timestamps.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Iterable, Sequence
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from contracts.harness import EPOCH
-from taskq.domain.dispatch import DispatchCandidate, residual_capacity, select_for_dispatch
+from taskq.domain.dispatch import (
+    DispatchCandidate,
+    advance_cursors,
+    residual_capacity,
+    select_for_dispatch,
+)
 from taskq.domain.job import DEFAULT_QUEUE, ClaimedJob, Job, Lease, NewJob
 from taskq.domain.status import JobStatus
 from taskq.ports.queue_store import QueueStore
@@ -168,11 +173,14 @@ async def expected_claim(
     actors: Sequence[str],
     limit: int,
     now: datetime,
+    cursors: Mapping[str, str] | None = None,
 ) -> list[int]:
     """What the reference model says a claim takes, from the store's own reads.
 
     Residual capacity counts every running job of the actor (any queue, any
-    worker) against its stored ``max_concurrent``.
+    worker) against its stored ``max_concurrent``. ``cursors``: the round_robin
+    queues' rotation cursors, which the caller follows with :func:`rotate`
+    (none: no claim has been made on them yet).
     """
     jobs = await get_all(store, known_ids)
     due = [
@@ -193,8 +201,17 @@ async def expected_claim(
         modes=await store.queue_modes(),
         residual=residual_capacity(stored, running),
         limit=limit,
+        cursors=cursors,
     )
     return [c.id for c in picked]
+
+
+async def rotate(
+    store: QueueStore, cursors: Mapping[str, str], claimed: Sequence[ClaimedJob]
+) -> dict[str, str]:
+    """The round_robin cursors after a claim returned ``claimed`` (in dispatch order)."""
+    taken = [(job.queue, job.fairness_key) for job in claimed]
+    return advance_cursors(cursors, taken, await store.queue_modes())
 
 
 async def within(awaitable: Awaitable[T], what: str, seconds: float = WAIT) -> T:

@@ -8,6 +8,7 @@ from collections import Counter
 
 from contracts.harness import EPOCH, Harness
 from contracts.helpers import at, claim, get_all, new_job
+from taskq.domain.actor_config import QueueMode
 from taskq.domain.job import ClaimedJob
 from taskq.domain.status import JobStatus
 from taskq.ports.queue_store import QueueStore
@@ -60,3 +61,28 @@ async def test_concurrent_claimers_get_every_job_exactly_once(harness: Harness) 
         assert stored.locked_by == owner[stored.id]
         assert stored.attempt == 1
     assert await harness.store.count_active() == JOBS
+
+
+async def test_concurrent_round_robin_claimers_get_every_job_exactly_once(
+    harness: Harness,
+) -> None:
+    """On a round_robin queue, whose claims also move the queue's rotation cursor,
+    concurrent claimers on several stores still claim every job exactly once and
+    never block one another for good."""
+    await harness.store.set_queue_mode("default", QueueMode.ROUND_ROBIN)
+    stores = [harness.store, *[await harness.open_store() for _ in range(STORES - 1)]]
+    batch = [new_job(payload={"n": n}, fairness_key=f"t{n % 7}") for n in range(200)]
+    ids = [r.job_id for r in await harness.store.enqueue_many(batch, now=EPOCH)]
+    rng = random.Random(11)
+    per_worker = await asyncio.gather(
+        *(
+            _claim_until_empty(stores[i % STORES], f"w{i}", random.Random(rng.random()))
+            for i in range(8)
+        )
+    )
+    leftovers = await claim(harness.store, worker="sweeper", limit=len(ids), now=at(1))
+    counts: Counter[int] = Counter(
+        job.id for claimed in [*per_worker, leftovers] for job in claimed
+    )
+    assert [job_id for job_id, n in counts.items() if n > 1] == []
+    assert sorted(counts) == sorted(ids)

@@ -17,6 +17,7 @@ from contracts.helpers import (
     expected_claim,
     get,
     new_job,
+    rotate,
     succeed,
 )
 from taskq.domain.actor_config import ActorConfig, QueueMode
@@ -65,8 +66,9 @@ async def test_round_robin_interleaves_fairness_cohorts(harness: Harness) -> Non
     b1 = await enqueue(store, new_job(queue="rr", fairness_key="B"), now=at(3))
     b2 = await enqueue(store, new_job(queue="rr", fairness_key="B", priority=1), now=at(4))
     n1 = await enqueue(store, new_job(queue="rr"), now=at(5))
-    # round 0: A→a1, B→b2 (priority), null→n1; ordered by priority, scheduled_at, id.
-    expected = [b2, a1, n1, a2, b1, a3]
+    # round 0: A→a1, B→b2 (priority), null→n1; cohorts in turn, in code-point order of
+    # their keys (no claim yet: the rotation starts at the first).
+    expected = [a1, b2, n1, a2, b1, a3]
     ids = [a1, a2, a3, b1, b2, n1]
     assert (
         await expected_claim(store, ids, queues=["rr"], actors=ACTORS, limit=10, now=at(9))
@@ -126,11 +128,14 @@ async def test_mixed_queue_modes_follow_the_reference_model(harness: Harness) ->
         job = new_job(queue=queue, fairness_key=key, priority=prio)
         ids.append(await enqueue(store, job, now=at(i % 3)))
     queues = ["fifo", "rr"]
+    cursors: dict[str, str] = {}
     for _ in range(3):
         expected = await expected_claim(
-            store, ids, queues=queues, actors=ACTORS, limit=3, now=at(9)
+            store, ids, queues=queues, actors=ACTORS, limit=3, now=at(9), cursors=cursors
         )
-        assert by_id(await claim(store, queues=queues, limit=3, now=at(9))) == expected
+        got = await claim(store, queues=queues, limit=3, now=at(9))
+        assert by_id(got) == expected
+        cursors = await rotate(store, cursors, got)
 
 
 async def test_claims_only_the_requested_queues(harness: Harness) -> None:
@@ -202,6 +207,7 @@ async def test_claim_batches_match_the_reference_model(harness: Harness, seed: i
         else:
             ids.append(await enqueue(store, new_job(**fields), now=at(rng.choice([0, 1, 1, 2]))))
     running: list[ClaimedJob] = []
+    cursors: dict[str, str] = {}
     now = at(10)
     for round_no in range(60):
         if round_no == 8:
@@ -211,7 +217,13 @@ async def test_claim_batches_match_the_reference_model(harness: Harness, seed: i
         worker_actors = rng.sample(ACTORS, rng.randint(1, 3))
         limit = rng.randint(1, 6)
         expected = await expected_claim(
-            store, ids, queues=worker_queues, actors=worker_actors, limit=limit, now=now
+            store,
+            ids,
+            queues=worker_queues,
+            actors=worker_actors,
+            limit=limit,
+            now=now,
+            cursors=cursors,
         )
         got = await claim(
             store,
@@ -222,6 +234,7 @@ async def test_claim_batches_match_the_reference_model(harness: Harness, seed: i
             now=now,
         )
         assert by_id(got) == expected, f"round {round_no}"
+        cursors = await rotate(store, cursors, got)
         running.extend(got)
         # Finish some running jobs so capped actors get capacity back.
         rng.shuffle(running)
@@ -234,10 +247,11 @@ async def test_claim_batches_match_the_reference_model(harness: Harness, seed: i
         for done in running:
             await succeed(store, done.lease, now=now)
         expected = await expected_claim(
-            store, ids, queues=queues, actors=ACTORS, limit=100, now=now
+            store, ids, queues=queues, actors=ACTORS, limit=100, now=now, cursors=cursors
         )
         running = await claim(store, queues=queues, limit=100, now=now)
         assert by_id(running) == expected
+        cursors = await rotate(store, cursors, running)
         if not running:
             break
     assert await store.count_active() == 0
@@ -280,3 +294,90 @@ async def test_fifo_claims_take_the_head_of_a_large_queue(harness: Harness, seed
             store, ids, queues=["q1", "q2"], actors=ACTORS, limit=1, now=now
         ):
             break
+
+
+async def _rr_cohorts(store: Any, sizes: list[tuple[str, int]]) -> dict[int, str]:
+    """Enqueue each cohort's jobs on round_robin queue ``rr``, oldest cohort first."""
+    await store.set_queue_mode("rr", QueueMode.ROUND_ROBIN)
+    cohort_of: dict[int, str] = {}
+    tick = 0
+    for key, count in sizes:
+        for _ in range(count):
+            job_id = await enqueue(store, new_job(queue="rr", fairness_key=key), now=at(tick))
+            cohort_of[job_id] = key
+            tick += 1
+    return cohort_of
+
+
+@pytest.mark.parametrize("finish_between", [False, True], ids=["held", "finished"])
+async def test_round_robin_one_job_claims_take_the_cohorts_in_turn(
+    harness: Harness, finish_between: bool
+) -> None:
+    """One-job claims (a worker with one free slot) on cohorts A(4, oldest), B(4), C(4)
+    take A, B, C, A, B, C, ...: the rotation outlives the claim, whether the claimed
+    jobs are still running or already finished (before the rotation cursor: A×4, B×4,
+    C×4, pure FIFO)."""
+    store = harness.store
+    cohort_of = await _rr_cohorts(store, [("A", 4), ("B", 4), ("C", 4)])
+    order: list[str] = []
+    cursors: dict[str, str] = {}
+    for _ in range(12):
+        expected = await expected_claim(
+            store, cohort_of, queues=["rr"], actors=ACTORS, limit=1, now=at(20), cursors=cursors
+        )
+        got = await claim(store, queues=["rr"], limit=1, now=at(20))
+        assert by_id(got) == expected
+        cursors = await rotate(store, cursors, got)
+        order.extend(cohort_of[job.id] for job in got)
+        if finish_between:
+            for job in got:
+                await succeed(store, job.lease, now=at(20))
+    assert "".join(order) == "ABCABCABCABC"
+    assert await claim(store, queues=["rr"], limit=1, now=at(20)) == []
+
+
+async def test_round_robin_rotation_follows_the_keys_not_their_age(harness: Harness) -> None:
+    """Cohorts take turns in key order, however old their jobs are: with "c" oldest,
+    one-job claims on a queue never claimed from take a, b, c, a, b, c (the rotation
+    starts at the first key, then goes on after the last one served)."""
+    store = harness.store
+    cohort_of = await _rr_cohorts(store, [("c", 2), ("b", 2), ("a", 2)])
+    order: list[str] = []
+    for _ in range(6):
+        got = await claim(store, queues=["rr"], limit=1, now=at(20))
+        order.extend(cohort_of[job.id] for job in got)
+    assert "".join(order) == "abcabc"
+
+
+async def test_round_robin_claims_smaller_than_the_cohorts_share_them(
+    harness: Harness,
+) -> None:
+    """Two-job claims over A(8, oldest), B(2), C(2) take A+B, C+A, B+C, then A's rest:
+    C does not wait for B to drain, and A does not run in every claim (before the
+    rotation cursor: A+B, A+B, A+C, A+C)."""
+    store = harness.store
+    cohort_of = await _rr_cohorts(store, [("A", 8), ("B", 2), ("C", 2)])
+    claims: list[str] = []
+    for _ in range(6):
+        got = await claim(store, queues=["rr"], limit=2, now=at(20))
+        claims.append("".join(cohort_of[job.id] for job in got))
+        for job in got:
+            await succeed(store, job.lease, now=at(20))
+    assert claims == ["AB", "CA", "BC", "AA", "AA", "AA"]
+
+
+async def test_round_robin_claim_as_large_as_the_cohorts_takes_one_of_each(
+    harness: Harness,
+) -> None:
+    """A claim of at least as many jobs as there are cohorts with a due job takes one
+    job from every such cohort before a second from any, however deep the oldest
+    cohort's backlog."""
+    store = harness.store
+    cohort_of = await _rr_cohorts(store, [("A", 6), ("B", 2), ("C", 2)])
+    claims: list[str] = []
+    for _ in range(4):
+        got = await claim(store, queues=["rr"], limit=3, now=at(20))
+        claims.append("".join(cohort_of[job.id] for job in got))
+        for job in got:
+            await succeed(store, job.lease, now=at(20))
+    assert claims == ["ABC", "ABC", "AAA", "A"]

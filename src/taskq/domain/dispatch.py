@@ -13,9 +13,17 @@ for a later claim. Excluded jobs never block other actors' jobs.
 Stage 2, order. Eligible jobs fall into *cohorts*: all jobs on
 ``strict_fifo`` queues form one cohort; on ``round_robin`` queues each
 ``fairness_key`` is a cohort (jobs without a key share the ``__null__``
-cohort). A job's *round* is its rank within its cohort in FIFO order. The
-dispatch order is ``(round, priority desc, scheduled_at, id)``: one job from
-each cohort per round. A claim takes the first ``limit`` of that order.
+cohort). A job's *round* is its rank within its cohort in FIFO order. Within a
+round, round-robin cohorts take turns in a rotation that outlives the claim:
+each round_robin queue keeps a *cursor*, the cohort its last claim took last,
+and the cohorts after it (in code-point order of their keys) come first, then
+the rest from the start; the strict_fifo cohort, which has no key, leads every
+round. The dispatch order is ``(round, wrapped, cohort, priority desc,
+scheduled_at, id)`` where ``wrapped`` says the cohort is not after its job's
+queue's cursor. A claim takes the first ``limit`` of that order and moves each
+round_robin queue's cursor to the cohort of the last job it took there
+(:func:`advance_cursors`). So claims of any size take cohorts in turn: one-job
+claims over cohorts A, B and C take A, B, C, A, B, C, ...
 
 With only strict_fifo queues (the default) the order is exactly
 ``priority desc, scheduled_at, id``; a round_robin queue on which no job has
@@ -56,18 +64,41 @@ def _fifo_key(c: DispatchCandidate) -> tuple[int, datetime, int]:
 
 
 def dispatch_order(
-    candidates: Iterable[DispatchCandidate], modes: Mapping[str, QueueMode]
+    candidates: Iterable[DispatchCandidate],
+    modes: Mapping[str, QueueMode],
+    cursors: Mapping[str, str] | None = None,
 ) -> list[DispatchCandidate]:
-    """Stage 2: candidates ordered by (round in cohort, priority desc, scheduled_at, id)."""
+    """Stage 2: candidates ordered by (round, wrapped, cohort, priority desc, scheduled_at, id).
+
+    ``cursors`` maps a round_robin queue to the cohort its last claim took last
+    (a queue without one starts the rotation from the first cohort).
+    """
+    cursors = cursors or {}
     cohorts: dict[tuple[str, str], list[DispatchCandidate]] = {}
     for c in candidates:
         cohorts.setdefault(cohort_of(c, modes), []).append(c)
-    ranked: list[tuple[int, DispatchCandidate]] = []
-    for members in cohorts.values():
+    ranked: list[tuple[tuple[int, int, str], DispatchCandidate]] = []
+    for (kind, key), members in cohorts.items():
         members.sort(key=_fifo_key)
-        ranked.extend(enumerate(members))
-    ranked.sort(key=lambda rc: (rc[0], *_fifo_key(rc[1])))
+        for rank, c in enumerate(members):
+            cursor = cursors.get(c.queue) if kind == "round_robin" else None
+            wrapped = int(cursor is not None and key <= cursor)
+            ranked.append(((rank, wrapped, key), c))
+    ranked.sort(key=lambda rc: (*rc[0], *_fifo_key(rc[1])))
     return [c for _, c in ranked]
+
+
+def advance_cursors(
+    cursors: Mapping[str, str],
+    taken: Iterable[tuple[str, str | None]],
+    modes: Mapping[str, QueueMode],
+) -> dict[str, str]:
+    """The cursors after a claim took ``taken`` ((queue, fairness_key), in dispatch order)."""
+    out = dict(cursors)
+    for queue, key in taken:
+        if modes.get(queue, QueueMode.STRICT_FIFO) is QueueMode.ROUND_ROBIN:
+            out[queue] = key or NULL_COHORT
+    return out
 
 
 def eligible(
@@ -96,11 +127,12 @@ def select_for_dispatch(
     modes: Mapping[str, QueueMode],
     residual: Mapping[str, int | None],
     limit: int,
+    cursors: Mapping[str, str] | None = None,
 ) -> list[DispatchCandidate]:
     """The jobs one claim of at most ``limit`` takes, in dispatch order."""
     if limit <= 0:
         return []
-    return dispatch_order(eligible(candidates, residual), modes)[:limit]
+    return dispatch_order(eligible(candidates, residual), modes, cursors)[:limit]
 
 
 def residual_capacity(
@@ -115,6 +147,7 @@ def residual_capacity(
 
 __all__: Sequence[str] = [
     "DispatchCandidate",
+    "advance_cursors",
     "cohort_of",
     "dispatch_order",
     "eligible",

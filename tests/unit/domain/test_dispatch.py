@@ -10,6 +10,7 @@ import pytest
 from taskq.domain.actor_config import QueueMode
 from taskq.domain.dispatch import (
     DispatchCandidate,
+    advance_cursors,
     cohort_of,
     dispatch_order,
     eligible,
@@ -52,8 +53,13 @@ def take(
     modes: dict[str, QueueMode] | None = None,
     residual: dict[str, int | None] | None = None,
     limit: int = 100,
+    cursors: dict[str, str] | None = None,
 ) -> list[int]:
-    return ids(select_for_dispatch(cs, modes=modes or {}, residual=residual or {}, limit=limit))
+    return ids(
+        select_for_dispatch(
+            cs, modes=modes or {}, residual=residual or {}, limit=limit, cursors=cursors
+        )
+    )
 
 
 # ------------------------------------------------------------------ strict FIFO
@@ -144,14 +150,48 @@ def test_round_robin_ranks_within_cohort_by_priority_then_time() -> None:
     assert take(cs, modes={"rr": RR}) == [2, 3, 1, 4]
 
 
-def test_round_robin_within_a_round_higher_priority_cohort_goes_first() -> None:
-    """Within one round, cohorts' jobs are ordered by (priority desc, time, id)."""
+def test_round_robin_within_a_round_cohorts_take_turns_in_key_order() -> None:
+    """Within one round cohorts take turns in key order: priority and time order a
+    cohort's own jobs, not the cohorts (else one-job claims could not rotate)."""
     cs = [
-        job(1, queue="rr", key="low", priority=0, at=0),
-        job(2, queue="rr", key="high", priority=3, at=5),
-        job(3, queue="rr", key="high", priority=3, at=6),
+        job(1, queue="rr", key="a", priority=0, at=5),
+        job(2, queue="rr", key="b", priority=3, at=0),
+        job(3, queue="rr", key="b", priority=3, at=1),
     ]
-    assert take(cs, modes={"rr": RR}) == [2, 1, 3]
+    assert take(cs, modes={"rr": RR}) == [1, 2, 3]
+
+
+def test_round_robin_cursor_starts_the_round_after_the_last_cohort_served() -> None:
+    """A queue's cursor (the cohort its last claim took last) sends the cohorts after it
+    first, then the rest from the start; other queues' cursors change nothing."""
+    cs = [job(i, queue="rr", key=k, at=i) for i, k in enumerate("ABCABC", start=1)]
+    assert take(cs, modes={"rr": RR}, cursors={"rr": "B"}) == [3, 1, 2, 6, 4, 5]
+    assert take(cs, modes={"rr": RR}, cursors={"rr": "C"}) == [1, 2, 3, 4, 5, 6]
+    assert take(cs, modes={"rr": RR}, cursors={"other": "A"}) == [1, 2, 3, 4, 5, 6]
+    assert take(cs, modes={}, cursors={"rr": "B"}) == [1, 2, 3, 4, 5, 6]
+
+
+def test_advance_cursors_keeps_the_last_cohort_taken_per_round_robin_queue() -> None:
+    """After a claim each round_robin queue's cursor is the cohort of the last job it took
+    there (no key: __null__); strict_fifo queues get none; untouched queues keep theirs."""
+    modes = {"rr": RR, "rr2": RR}
+    taken = [("rr", "A"), ("s", "X"), ("rr", None)]
+    assert advance_cursors({"rr2": "Q"}, taken, modes) == {"rr": NULL_COHORT, "rr2": "Q"}
+
+
+def test_one_job_claims_rotate_through_the_cohorts() -> None:
+    """Claims of one job, the cursor moved after each, serve A, B, C, A, B, C although
+    A's jobs are all older (without the cursor: A, A, B, B, C, C)."""
+    cs = [job(i, queue="rr", key=k, at=i) for i, k in enumerate("AABBCC", start=1)]
+    modes = {"rr": RR}
+    cursors: dict[str, str] = {}
+    served = []
+    while cs:
+        (picked,) = select_for_dispatch(cs, modes=modes, residual={}, limit=1, cursors=cursors)
+        served.append(picked.fairness_key)
+        cursors = advance_cursors(cursors, [(picked.queue, picked.fairness_key)], modes)
+        cs = [c for c in cs if c.id != picked.id]
+    assert "".join(k or "" for k in served) == "ABCABC"
 
 
 def test_round_robin_without_keys_degenerates_to_strict_order() -> None:
@@ -247,7 +287,8 @@ def test_residual_is_counted_per_actor_across_queues_and_cohorts() -> None:
         job(3, actor="a", queue="s", at=2),
         job(4, actor="b", queue="s", at=3),
     ]
-    assert take(cs, modes={"rr": RR}, residual={"a": 2}) == [1, 2, 4]
+    # round 0: the strict_fifo cohort (4) leads, then cohorts x (1) and y (2)
+    assert take(cs, modes={"rr": RR}, residual={"a": 2}) == [4, 1, 2]
 
 
 def test_capacity_keeps_each_actors_earliest_jobs_in_fifo_order() -> None:
@@ -259,8 +300,8 @@ def test_capacity_keeps_each_actors_earliest_jobs_in_fifo_order() -> None:
         job(4, actor="b", queue="rr", key="x", priority=0, at=2),
     ]
     assert ids(eligible(cs, {"a": 2})) == [2, 1, 4]
-    # round 0: 2 (y) and 1 (x), by priority; round 1: 4 (x)
-    assert take(cs, modes={"rr": RR}, residual={"a": 2}) == [2, 1, 4]
+    # round 0: 1 (x) and 2 (y), in key order; round 1: 4 (x)
+    assert take(cs, modes={"rr": RR}, residual={"a": 2}) == [1, 2, 4]
 
 
 def test_excluded_job_does_not_hold_its_cohorts_round() -> None:

@@ -66,6 +66,8 @@ class MemoryBackend:
         self.workers: dict[str, WorkerRow] = {}
         self.actor_configs: dict[str, ActorConfig] = {}
         self.queue_modes: dict[str, QueueMode] = {}
+        # Each round_robin queue's rotation cursor: the cohort its last claim took last.
+        self.rr_cursors: dict[str, str] = {}
         self.leader = LeaderRow()
         self.hub = NotifyHub()
         #: (key, window length in µs, window index since the epoch) → permits granted

@@ -8,7 +8,12 @@ from datetime import datetime, timedelta
 
 from taskq.adapters.memory.store_base import OUTCOME_RELEASED, StoreCore, lease_until
 from taskq.domain.actor_config import QueueMode
-from taskq.domain.dispatch import DispatchCandidate, residual_capacity, select_for_dispatch
+from taskq.domain.dispatch import (
+    DispatchCandidate,
+    advance_cursors,
+    residual_capacity,
+    select_for_dispatch,
+)
 from taskq.domain.job import ClaimedJob, Lease
 from taskq.domain.status import JobStatus
 from taskq.ports.store_params import ClaimRequest, aligned_started_ago
@@ -59,7 +64,14 @@ class ClaimOps(StoreCore):
             for row in due
         ]
         chosen = select_for_dispatch(
-            candidates, modes=modes, residual=residual, limit=request.limit
+            candidates,
+            modes=modes,
+            residual=residual,
+            limit=request.limit,
+            cursors=self._db.rr_cursors,
+        )
+        self._db.rr_cursors = advance_cursors(
+            self._db.rr_cursors, ((c.queue, c.fairness_key) for c in chosen), modes
         )
         claimed: list[ClaimedJob] = []
         for index, candidate in enumerate(chosen):

@@ -17,8 +17,11 @@
 --       jobs_cohort_idx and the '__null__' one read as range 0 of jobs_dispatch_idx;
 --   (b) each capped actor: its top residual jobs in FIFO order (stage 1, exactly);
 -- then stage 2 with window functions: round = rank in cohort, ordered by
--- (round, priority desc, scheduled_at, id), LIMIT :limit. A cohort's top :limit eligible
--- jobs are all in the set, so every round below :limit is the model's round.
+-- (round, wrapped, cohort, priority desc, scheduled_at, id), LIMIT :limit, where wrapped
+-- says the cohort is not after its queue's rotation cursor (queues.rr_cursor, migration
+-- 0012), which the claim then moves to the last cohort it took there. A cohort's top
+-- :limit eligible jobs are all in the set, so every round below :limit is the model's
+-- round.
 --
 -- max_concurrent under concurrency: a claim that may take a capped actor's jobs first
 -- rewrites that actor's actor_config row, only if the row is still the version its
@@ -259,7 +262,7 @@ cfg AS MATERIALIZED (
 ),
 rr AS MATERIALIZED (
     -- Requested round_robin queues, re-read on every claim; a queue without a row is strict_fifo.
-    SELECT qm.name
+    SELECT qm.name, qm.rr_cursor
     FROM {schema}.queues qm
     WHERE qm.name = ANY (:queues::text[]) AND qm.mode = 'round_robin'
 ),
@@ -491,22 +494,37 @@ cand AS (
     UNION ALL
     SELECT * FROM capped_eligible
 ),
-rounds AS (
-    SELECT cd.id, cd.priority, cd.scheduled_at,
-           row_number() OVER (
-               PARTITION BY CASE WHEN cd.queue IN (SELECT rq.name FROM rr rq)
-                                 THEN coalesce(nullif(cd.fairness_key, ''), '__null__') END
-               ORDER BY cd.priority DESC, cd.scheduled_at, cd.id
-           ) AS round
+cohorted AS (
+    -- cohort: NULL for strict_fifo jobs (one cohort, first in every round); wrapped: the
+    -- cohort is not after its queue's rotation cursor, so it waits for the next turn.
+    SELECT cd.id, cd.priority, cd.scheduled_at, k.cohort,
+           coalesce(k.cohort COLLATE "C" <= rq.rr_cursor COLLATE "C", false) AS wrapped
     FROM cand cd
+    LEFT JOIN rr rq ON rq.name = cd.queue
+    CROSS JOIN LATERAL (
+        SELECT CASE WHEN rq.name IS NOT NULL
+                    THEN coalesce(nullif(cd.fairness_key, ''), '__null__') END AS cohort
+    ) AS k
+),
+rounds AS (
+    SELECT ch.id, ch.priority, ch.scheduled_at, ch.cohort, ch.wrapped,
+           row_number() OVER (
+               PARTITION BY ch.cohort
+               ORDER BY ch.priority DESC, ch.scheduled_at, ch.id
+           ) AS round
+    FROM cohorted ch
 ),
 ordered AS MATERIALIZED (
+    -- The domain's (round, wrapped, cohort, priority desc, scheduled_at, id), cohorts in
+    -- code-point order as Python compares them.
     SELECT rd.id,
            row_number() OVER (
-               ORDER BY rd.round, rd.priority DESC, rd.scheduled_at, rd.id
+               ORDER BY rd.round, rd.wrapped, rd.cohort COLLATE "C" NULLS FIRST,
+                        rd.priority DESC, rd.scheduled_at, rd.id
            ) AS ord
     FROM rounds rd
-    ORDER BY rd.round, rd.priority DESC, rd.scheduled_at, rd.id
+    ORDER BY rd.round, rd.wrapped, rd.cohort COLLATE "C" NULLS FIRST,
+             rd.priority DESC, rd.scheduled_at, rd.id
     LIMIT :limit
 ),
 picked AS MATERIALIZED (
@@ -544,6 +562,30 @@ claimed AS (
                               '9999-12-31 23:59:59+00') END AS schedule_to_close,
               j.fairness_key, j.metadata::text AS metadata, j.trace_id, j.span_id,
               j.started_at IS NOT NULL AS started, j.attempt_timeout
+),
+rotated AS (
+    -- Each round_robin queue's cursor moves to the cohort of the last job this claim took
+    -- there (no write when it is already there). SKIP LOCKED: while another claim holds
+    -- the row, that claim moves it instead, and this one never waits (so never deadlocks)
+    -- on it.
+    UPDATE {schema}.queues qm
+    SET rr_cursor = mv.cohort
+    FROM (
+        SELECT lk.name, last.cohort
+        FROM {schema}.queues lk
+        JOIN (
+            SELECT DISTINCT ON (cl.queue) cl.queue,
+                   coalesce(nullif(cl.fairness_key, ''), '__null__') AS cohort
+            FROM claimed cl
+            JOIN ordered o ON o.id = cl.id
+            WHERE cl.queue IN (SELECT rq.name FROM rr rq)
+            ORDER BY cl.queue, o.ord DESC
+        ) AS last ON last.queue = lk.name
+        WHERE lk.rr_cursor IS DISTINCT FROM last.cohort
+        FOR UPDATE OF lk SKIP LOCKED
+    ) AS mv
+    WHERE qm.name = mv.name
+    RETURNING qm.name
 )
 SELECT NOT EXISTS (SELECT 1 FROM cfg) AND NOT EXISTS (SELECT 1 FROM rr) AS simple, cl.*
 FROM (SELECT 1) AS one
