@@ -26,6 +26,13 @@ DsnOption = Annotated[
         show_default=False,
     ),
 ]
+AppDirOption = Annotated[
+    str,
+    typer.Option(
+        "--app-dir",
+        help="Import --actors from this directory first (default: the working directory).",
+    ),
+]
 SchemaOption = Annotated[
     str | None,
     typer.Option(
@@ -75,6 +82,7 @@ def run_async(coro: Coroutine[Any, Any, T]) -> T:
 
 
 __all__ = [
+    "AppDirOption",
     "DsnOption",
     "SchemaOption",
     "fail",

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
-from taskq.app.cli.support import fail
+from taskq.app.cli.support import AppDirOption, fail
 from taskq.app.settings import MAX_CONCURRENCY_LIMIT
 from taskq.domain.errors import TaskQError
 
@@ -24,6 +24,7 @@ def worker_command(
             show_default=False,
         ),
     ],
+    app_dir: AppDirOption = ".",
     queues: Annotated[
         list[str] | None,
         typer.Option(
@@ -86,7 +87,7 @@ def worker_command(
         settings = WorkerSettings.load()
         if overrides:
             settings = settings.with_overrides(**overrides)
-        registry = load_registry(actors)
+        registry = load_registry(actors, app_dir)
     except TaskQError as exc:
         fail(str(exc))
     code = worker_main(
