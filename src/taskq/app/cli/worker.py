@@ -20,7 +20,7 @@ def worker_command(
         str,
         typer.Option(
             "--actors",
-            help="The actor registry as 'package.module:attribute' (a Mapping or a list/tuple).",
+            help="The actor registry, as package.module:attr (a Mapping or a list/tuple).",
             show_default=False,
         ),
     ],
