@@ -55,7 +55,7 @@ def migrate_target(dsn: str | None, schema: str | None) -> tuple[str, str]:
     ``TASKQ_*`` from the environment and ``.env`` (the worker's loader, so bad
     values are refused alike), then the flags, which win. Fails with one line.
     """
-    from taskq.app.settings import MigrateSettings, check_pg_dsn
+    from taskq.app.settings import MigrateSettings, check_pg_dsn, missing_pg_dsn
     from taskq.domain.settings_rules import validate_identifier
 
     overrides: dict[str, Any] = {"_env_file": ".env"}  # flags win over environment and .env
@@ -70,6 +70,8 @@ def migrate_target(dsn: str | None, schema: str | None) -> tuple[str, str]:
         settings = MigrateSettings(**overrides)
     except TaskQError as exc:
         fail(str(exc))
+    if not settings.pg_dsn_direct:
+        fail(str(missing_pg_dsn(flag="--dsn")))
     return settings.pg_dsn_direct, settings.schema_name
 
 

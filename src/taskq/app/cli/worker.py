@@ -70,7 +70,7 @@ def worker_command(
     """Run a worker: claim jobs from the queues and run them with the registered actors."""
     # Imported here so `taskq --help` and `taskq migrate` never load the runtime.
     from taskq.app.actors import load_registry
-    from taskq.app.settings import WorkerSettings
+    from taskq.app.settings import BUILTIN_DRIVERS, WorkerSettings, missing_pg_dsn
     from taskq.app.worker.main import worker_main
 
     if idle_max_runtime is not None and not until_idle:
@@ -88,6 +88,8 @@ def worker_command(
         if overrides:
             settings = settings.with_overrides(**overrides)
         registry = load_registry(actors, app_dir)
+        if settings.driver in BUILTIN_DRIVERS and not settings.pg_dsn_direct:
+            raise missing_pg_dsn()
     except TaskQError as exc:
         fail(str(exc))
     code = worker_main(
