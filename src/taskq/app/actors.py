@@ -25,6 +25,7 @@ import functools
 import importlib
 import inspect
 import math
+import os
 import sys
 import traceback
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
@@ -808,15 +809,44 @@ def _raised_at(exc: BaseException) -> str:
     return f" (at {frames[-1].filename}:{frames[-1].lineno})"
 
 
-def load_registry(spec: str) -> dict[str, ActorRef[Any, Any]]:
+def _searched(module_name: str, exc: ModuleNotFoundError, app_dir: str | None) -> str:
+    # Only when the registry's own module (or a parent package) is missing, not a
+    # dependency it imports: then name where it was looked for and how to point elsewhere.
+    missing = exc.name or ""
+    if not missing or not (module_name == missing or module_name.startswith(missing + ".")):
+        return ""
+    where = [entry or os.getcwd() for entry in sys.path if not entry.endswith(".zip")]
+    hint = (
+        f"; run from the directory that holds {missing.split('.')[0]!r} or pass --app-dir DIR"
+        if app_dir is not None
+        else ""
+    )
+    return f" (searched: {', '.join(where)}){hint}"
+
+
+def load_registry(
+    spec: str, app_dir: str | os.PathLike[str] | None = None
+) -> dict[str, ActorRef[Any, Any]]:
     """Import ``"package.module:attr"`` (``attr`` may be dotted) and read its registry.
 
-    Every failure, including an error raised while importing the module, is
-    a :class:`RegistryError` naming ``spec``.
+    ``app_dir`` (``taskq`` passes its ``--app-dir``, default the working
+    directory) is put first on ``sys.path`` before the import, as uvicorn's
+    ``--app-dir`` is. Every failure, including an error raised while importing
+    the module, is a :class:`RegistryError` naming ``spec``; a module not found
+    names the directories searched.
     """
     module_name, sep, attr_path = spec.partition(":")
     if not sep or not module_name or not attr_path:
         raise RegistryError(f"actor registry {spec!r} must look like 'package.module:attribute'")
+    shown_dir: str | None = None
+    if app_dir is not None:
+        shown_dir = os.path.abspath(app_dir)
+        if not os.path.isdir(shown_dir):
+            raise RegistryError(
+                f"actor registry {spec!r}: --app-dir {shown_dir} is not a directory"
+            )
+        if shown_dir not in sys.path:
+            sys.path.insert(0, shown_dir)
     try:
         target: object = importlib.import_module(module_name)
     except (SystemExit, KeyboardInterrupt) as exc:
@@ -827,6 +857,12 @@ def load_registry(spec: str) -> dict[str, ActorRef[Any, Any]]:
             if isinstance(exc, SystemExit)
             else f"actor registry {spec!r}: importing {module_name!r} raised "
             f"KeyboardInterrupt{_raised_at(exc)}"
+        ) from exc
+    except ModuleNotFoundError as exc:
+        raise RegistryError(
+            f"actor registry {spec!r}: cannot import {module_name!r}: "
+            f"{type(exc).__name__}: {exc}{_raised_at(exc)}"
+            f"{_searched(module_name, exc, shown_dir)}"
         ) from exc
     except Exception as exc:
         raise RegistryError(

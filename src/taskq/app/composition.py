@@ -39,6 +39,7 @@ from taskq.app.settings import (
     TaskQSettings,
     WorkerSettings,
     redact_url,
+    require_pg_dsn,
 )
 from taskq.app.worker.ports import WorkerPorts
 from taskq.domain.errors import (
@@ -100,7 +101,7 @@ async def migrate_up(
     schema = Schema(schema_name)
     if target is not None:  # before connecting: a typo must not create the schema
         check_known_version(discover_migrations(), target, "target")
-    async with asyncpg_migrate.open_connection(dsn) as conn:
+    async with asyncpg_migrate.open_connection(require_pg_dsn(dsn)) as conn:
         return await asyncpg_migrate.upgrade(conn, schema, target=target, lock_timeout=lock_timeout)
 
 
@@ -115,7 +116,7 @@ async def migrate_down(
     schema = Schema(schema_name)
     if to:
         check_known_version(discover_migrations(), to, "--to")
-    async with asyncpg_migrate.open_connection(dsn) as conn:
+    async with asyncpg_migrate.open_connection(require_pg_dsn(dsn)) as conn:
         return await asyncpg_migrate.downgrade(conn, schema, to=to, lock_timeout=lock_timeout)
 
 
@@ -123,7 +124,7 @@ async def migrate_status(*, dsn: str, schema_name: str = DEFAULT_SCHEMA_NAME) ->
     """Applied and pending migrations of the schema; creates nothing."""
     schema = Schema(schema_name)
     available = discover_migrations()
-    async with asyncpg_migrate.open_connection(dsn) as conn:
+    async with asyncpg_migrate.open_connection(require_pg_dsn(dsn)) as conn:
         applied = await asyncpg_migrate.read_applied(conn, schema)
     return MigrationReport(
         schema.name, migration_status(available, applied), status_problems(available, applied)
@@ -514,7 +515,7 @@ async def _postgres_worker_ports(
     is opened; if building a later port fails, the ones built so far are closed.
     """
     schema = Schema(settings.schema_name)
-    dsn = settings.pg_dsn_direct
+    dsn = settings.pg_dsn_direct  # required by each port that connects from it
     kit = _DRIVER_KITS[settings.driver]()
     check_overrides(
         connections, pool_type=kit.pool_type, conn_type=kit.conn_type, driver=settings.driver
@@ -530,7 +531,7 @@ async def _postgres_worker_ports(
             pg_store = _new_store(
                 kit,
                 settings,
-                dsn if source is None else source,
+                require_pg_dsn(dsn) if source is None else source,
                 schema,
                 max_size=_worker_pool_max(settings),
             )
@@ -543,6 +544,8 @@ async def _postgres_worker_ports(
             conn, owns, connect = await dedicated_conn(
                 connections, "leader_conn", kit.conn_type, settings.driver
             )
+            if conn is None:
+                require_pg_dsn(dsn)
             leader_lock = kit.leader_lock(
                 dsn,
                 schema=schema,
@@ -563,6 +566,8 @@ async def _postgres_worker_ports(
             conn, owns, connect = await dedicated_conn(
                 connections, "notify_conn", kit.conn_type, settings.driver
             )
+            if conn is None:
+                require_pg_dsn(dsn)
             notifier = kit.notifier(
                 dsn,
                 schema=schema,
@@ -784,7 +789,7 @@ async def open_store(settings: TaskQSettings) -> QueueStore:
     store = _new_store(
         load_kit(),
         settings,
-        settings.pg_dsn,
+        require_pg_dsn(settings.pg_dsn),
         schema,
         max_size=settings.client_pool_size,
         call_timeout=settings.client_call_timeout,
@@ -828,7 +833,7 @@ async def operator_store(settings: WorkerSettings) -> AsyncIterator[QueueStore]:
         pg_store = _new_store(
             _DRIVER_KITS[settings.driver](),
             settings,
-            settings.pg_dsn_direct,
+            require_pg_dsn(settings.pg_dsn_direct),
             Schema(settings.schema_name),
             max_size=2,
             call_timeout=settings.client_call_timeout,
@@ -856,7 +861,7 @@ async def operator_store(settings: WorkerSettings) -> AsyncIterator[QueueStore]:
 async def drop_schema(*, dsn: str, schema_name: str) -> None:
     """Drop ``schema_name`` and everything in it (a missing schema is fine)."""
     schema = Schema(schema_name)
-    async with asyncpg_migrate.open_connection(dsn) as conn:
+    async with asyncpg_migrate.open_connection(require_pg_dsn(dsn)) as conn:
         await asyncpg_migrate.drop_schema(conn, schema)
 
 

@@ -71,7 +71,6 @@ ENV_PREFIX: Final = "TASKQ_"
 MAX_CONCURRENCY_LIMIT: Final = 10_000
 #: TASKQ_HEALTH_PG_PING_TIMEOUT must stay below this: the probe's 2 s, less room to answer.
 MAX_HEALTH_PG_PING_TIMEOUT: Final = 1.5
-DEFAULT_PG_DSN: Final = "postgresql://taskq:taskq@localhost:5432/taskq"
 
 # Set while load_from_dict builds a model: the settings sources are then the
 # mapping alone, so code-built settings never depend on the host's environment.
@@ -116,6 +115,29 @@ def _pg_dsn(value: str) -> str:
     except ValueError as exc:  # e.g. "Invalid IPv6 URL" for an unclosed [
         raise ValueError(f"is not a valid URL: {exc}") from None
     return text
+
+
+def _pg_dsn_or_unset(value: str) -> str:
+    # Unset (no default DSN: a made-up one only fails later, naming a role nobody created);
+    # a command or a client that connects refuses it with require_pg_dsn.
+    return _pg_dsn(value) if value.strip() else ""
+
+
+def missing_pg_dsn(*, flag: str | None = None) -> ConfigurationError:
+    """The one-line error for a Postgres DSN nobody set (``flag``: an option that sets it)."""
+    also = f", or pass {flag}" if flag else ""
+    return ConfigurationError(
+        "TASKQ_PG_DSN is not set: name your database with "
+        "TASKQ_PG_DSN=postgresql://USER:PASSWORD@HOST:5432/DATABASE in the environment "
+        f"or in .env{also}"
+    )
+
+
+def require_pg_dsn(dsn: str, *, flag: str | None = None) -> str:
+    """``dsn`` when set, else :func:`missing_pg_dsn`'s error, raised before any connection."""
+    if not dsn.strip():
+        raise missing_pg_dsn(flag=flag)
+    return dsn
 
 
 def check_pg_dsn(value: str) -> str:
@@ -364,7 +386,7 @@ NonNegativeSeconds = Annotated[
     float, Field(ge=0, allow_inf_nan=False), AfterValidator(_not_too_long_seconds)
 ]
 OptionalStr = Annotated[str | None, BeforeValidator(_empty_to_none)]
-PgDsn = Annotated[str, AfterValidator(_pg_dsn)]
+PgDsn = Annotated[str, BeforeValidator(_none_to_empty), AfterValidator(_pg_dsn_or_unset)]
 Duration = Annotated[timedelta, BeforeValidator(parse_duration), AfterValidator(_positive_duration)]
 DailyTime = Annotated[str, AfterValidator(_hhmm)]
 CronExpr = Annotated[str | None, BeforeValidator(_empty_to_none), AfterValidator(_cron_shape)]
@@ -390,7 +412,7 @@ class TaskQSettings(BaseSettings):
         validate_default=True,
     )
 
-    pg_dsn: PgDsn = DEFAULT_PG_DSN
+    pg_dsn: PgDsn = ""  # unset: see require_pg_dsn
     schema_name: Annotated[str, AfterValidator(_schema_identifier)] = "taskq"
     redis_url: Annotated[
         str | None, BeforeValidator(_empty_to_none), AfterValidator(_redis_url)
@@ -802,7 +824,6 @@ def _configuration_error(exc: ValidationError) -> ConfigurationError:
 __all__ = [
     "BUILTIN_DRIVERS",
     "DEFAULT_CLIENT_CALL_TIMEOUT",
-    "DEFAULT_PG_DSN",
     "ENV_PREFIX",
     "INERT_SETTINGS",
     "MAX_CONCURRENCY_LIMIT",
@@ -811,7 +832,9 @@ __all__ = [
     "WorkerSettings",
     "check_pg_dsn",
     "env_var",
+    "missing_pg_dsn",
     "parse_duration",
     "redact_url",
+    "require_pg_dsn",
     "unknown_variables",
 ]

@@ -3,6 +3,7 @@ was raised in the application's code: ``taskq worker`` prints one line, no trace
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -43,6 +44,19 @@ def test_a_missing_dependency_names_the_import_that_failed(
 def test_a_module_that_does_not_exist_has_no_location() -> None:
     with pytest.raises(RegistryError) as caught:
         load_registry("no_such_module_anywhere_xyz:registry")
-    assert str(caught.value).endswith(
-        "ModuleNotFoundError: No module named 'no_such_module_anywhere_xyz'"
+    message = str(caught.value)
+    assert (
+        "ModuleNotFoundError: No module named 'no_such_module_anywhere_xyz' (searched: " in message
     )
+    assert " (at " not in message
+
+
+def test_a_module_not_found_under_app_dir_names_the_directories(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "path", list(sys.path))  # load_registry puts app_dir first
+    with pytest.raises(RegistryError) as caught:
+        load_registry("no_such_module_anywhere_xyz:registry", app_dir=tmp_path)
+    message = str(caught.value)
+    assert f"(searched: {tmp_path}, " in message
+    assert message.endswith("or pass --app-dir DIR")

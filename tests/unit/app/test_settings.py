@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from taskq.app.settings import (
-    DEFAULT_PG_DSN,
     TaskQSettings,
     WorkerSettings,
     env_var,
@@ -38,7 +37,7 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 # The worker guide's reference table (plus the documented additions), field → default.
 TABLE_DEFAULTS: dict[str, Any] = {
-    "pg_dsn": DEFAULT_PG_DSN,
+    "pg_dsn": "",  # unset: no built-in DSN
     "schema_name": "taskq",
     "redis_url": None,
     "environment": None,
@@ -54,8 +53,8 @@ TABLE_DEFAULTS: dict[str, Any] = {
     "max_pending_lock_timeout_ms": 200.0,
     "unique_lock_timeout_ms": 200.0,
     "idempotency_lock_timeout_ms": 200.0,
-    "pg_dsn_direct": DEFAULT_PG_DSN,
-    "pg_dsn_pooled": DEFAULT_PG_DSN,
+    "pg_dsn_direct": "",
+    "pg_dsn_pooled": "",
     "dispatcher_pool_size": 4,
     "heartbeat_pool_size": 4,
     "pool_max_inactive_lifetime": 300.0,

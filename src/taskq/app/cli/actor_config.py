@@ -18,7 +18,7 @@ import typer
 
 from taskq.app.cli.operator import on_store, operator_settings
 from taskq.app.cli.output import JsonOption, duration, print_fields, print_json, print_table
-from taskq.app.cli.support import DsnOption, SchemaOption, fail
+from taskq.app.cli.support import AppDirOption, DsnOption, SchemaOption, fail
 from taskq.app.settings import parse_duration
 from taskq.domain.actor_config import ActorConfig, merge_actor_configs
 from taskq.domain.errors import TaskQError, UnknownActorError
@@ -252,12 +252,12 @@ def list_configs(
     )
 
 
-def _registered(spec: str) -> list[ActorConfig]:
+def _registered(spec: str, app_dir: str) -> list[ActorConfig]:
     """The rows the registry ``spec`` would sync, with metadata as a store keeps it."""
     from taskq.app.actors import load_registry
 
     try:
-        registry = load_registry(spec)
+        registry = load_registry(spec, app_dir)
     except TaskQError as exc:
         fail(str(exc))
     # Metadata is compared as a store keeps it: through JSON (a tuple reads back a list).
@@ -301,6 +301,7 @@ def diff_configs(
             show_default=False,
         ),
     ],
+    app_dir: AppDirOption = ".",
     as_json: JsonOption = False,
     dsn: DsnOption = None,
     schema: SchemaOption = None,
@@ -312,7 +313,7 @@ def diff_configs(
     overrides (the stored value wins; `set` applies a literal). Rows of actors not in the
     registry are listed too.
     """
-    registered = _registered(actors)
+    registered = _registered(actors, app_dir)
     stored = on_store(operator_settings(dsn, schema), lambda store: store.list_actor_configs())
     merge = merge_actor_configs({c.actor: c for c in stored}, registered)
     names = {c.actor for c in registered}

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from taskq.app import composition
 from taskq.app.cli.support import fail, run_async
-from taskq.app.settings import WorkerSettings, check_pg_dsn
+from taskq.app.settings import BUILTIN_DRIVERS, WorkerSettings, check_pg_dsn, missing_pg_dsn
 from taskq.domain.errors import TaskQError
 from taskq.domain.settings_rules import validate_identifier
 from taskq.ports.queue_store import QueueStore
@@ -34,9 +34,12 @@ def operator_settings(dsn: str | None, schema: str | None) -> WorkerSettings:
         if schema is not None:
             overrides["schema_name"] = validate_identifier(schema, what="--schema")
         settings = WorkerSettings.load()
-        return settings.with_overrides(**overrides) if overrides else settings
+        settings = settings.with_overrides(**overrides) if overrides else settings
     except TaskQError as exc:
         fail(str(exc))
+    if settings.driver in BUILTIN_DRIVERS and not settings.pg_dsn_direct:
+        fail(str(missing_pg_dsn(flag="--dsn")))
+    return settings
 
 
 def on_store(settings: WorkerSettings, operation: Callable[[QueueStore], Awaitable[T]]) -> T:

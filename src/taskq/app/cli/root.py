@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 import sys
 from types import ModuleType
-from typing import Any, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import typer
 from typer.core import TyperGroup
@@ -57,7 +57,59 @@ class _LazyGroup(TyperGroup):
             holder.command(cmd_name)(found)
         command = typer.main.get_group(holder).commands[cmd_name]
         command.name = cmd_name
+        _plain_help(command)
         return command
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        params: list[Any] = super().get_params(ctx)
+        for param in params:
+            _plain_option(param, ctx)
+        return params
+
+
+#: Typer's type labels and what the help shows instead: one short word.
+_SHORT_TYPES: dict[str, str] = {
+    "<str>": "TEXT",
+    "<list[str]>": "TEXT",
+    "<int>": "INTEGER",
+    "<int range>": "INTEGER",
+    "<float>": "FLOAT",
+    "<float range>": "FLOAT",
+}
+
+
+def _plain_option(param: Any, ctx: Any) -> None:
+    # Typer shows every option's type as `<bool>`, `<str>`...: a flag takes no value, so
+    # it shows none, and a value a short word, so the option names keep the room they
+    # need at 80 columns.
+    if getattr(param, "is_flag", False):
+        param.metavar = ""
+    elif param.metavar is None and hasattr(param, "display_type"):
+        short = _SHORT_TYPES.get(param.display_type(ctx))
+        if short is not None:
+            param.metavar = short
+    range_of = getattr(param, "_get_number_range_help_str", None)
+    shown_range = range_of() if callable(range_of) else None
+    if shown_range:
+        # A range (`[1<=x<=10000]`) in the type column squeezes the option names: it goes
+        # at the end of the option's help instead.
+        param.help = f"{param.help or ''} Range: {shown_range}.".strip()
+        param._get_number_range_help_str = lambda: None
+
+
+def _plain_help(command: Any) -> None:
+    """``command`` and its sub-commands list their options (help included) plainly."""
+    get_params = command.get_params
+
+    def plain_params(ctx: Any) -> list[Any]:
+        params: list[Any] = get_params(ctx)
+        for param in params:
+            _plain_option(param, ctx)
+        return params
+
+    command.get_params = plain_params
+    for sub in getattr(command, "commands", {}).values():
+        _plain_help(sub)
 
 
 app = typer.Typer(
@@ -72,7 +124,35 @@ app = typer.Typer(
 )
 
 
-app.callback()(_taskq)
+#: The distribution TaskQ is installed as (``[project] name`` in pyproject.toml).
+DISTRIBUTION = "taskq"
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            typer.echo(f"taskq {version(DISTRIBUTION)}")
+        except PackageNotFoundError:
+            typer.echo(f"taskq: the {DISTRIBUTION!r} distribution is not installed", err=True)
+            raise typer.Exit(1) from None
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    show_version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            is_eager=True,
+            callback=_print_version,
+            help="Print the installed TaskQ version and exit.",
+        ),
+    ] = False,
+) -> None:
+    pass
 
 
 def _click_exceptions() -> ModuleType:

@@ -26,6 +26,13 @@ DsnOption = Annotated[
         show_default=False,
     ),
 ]
+AppDirOption = Annotated[
+    str,
+    typer.Option(
+        "--app-dir",
+        help="Import --actors from this directory first (default: the working directory).",
+    ),
+]
 SchemaOption = Annotated[
     str | None,
     typer.Option(
@@ -48,7 +55,7 @@ def migrate_target(dsn: str | None, schema: str | None) -> tuple[str, str]:
     ``TASKQ_*`` from the environment and ``.env`` (the worker's loader, so bad
     values are refused alike), then the flags, which win. Fails with one line.
     """
-    from taskq.app.settings import MigrateSettings, check_pg_dsn
+    from taskq.app.settings import MigrateSettings, check_pg_dsn, missing_pg_dsn
     from taskq.domain.settings_rules import validate_identifier
 
     overrides: dict[str, Any] = {"_env_file": ".env"}  # flags win over environment and .env
@@ -63,6 +70,8 @@ def migrate_target(dsn: str | None, schema: str | None) -> tuple[str, str]:
         settings = MigrateSettings(**overrides)
     except TaskQError as exc:
         fail(str(exc))
+    if not settings.pg_dsn_direct:
+        fail(str(missing_pg_dsn(flag="--dsn")))
     return settings.pg_dsn_direct, settings.schema_name
 
 
@@ -75,6 +84,7 @@ def run_async(coro: Coroutine[Any, Any, T]) -> T:
 
 
 __all__ = [
+    "AppDirOption",
     "DsnOption",
     "SchemaOption",
     "fail",

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
-from taskq.app.cli.support import fail
+from taskq.app.cli.support import AppDirOption, fail
 from taskq.app.settings import MAX_CONCURRENCY_LIMIT
 from taskq.domain.errors import TaskQError
 
@@ -20,10 +20,11 @@ def worker_command(
         str,
         typer.Option(
             "--actors",
-            help="The actor registry as 'package.module:attribute' (a Mapping or a list/tuple).",
+            help="The actor registry, as package.module:attr (a Mapping or a list/tuple).",
             show_default=False,
         ),
     ],
+    app_dir: AppDirOption = ".",
     queues: Annotated[
         list[str] | None,
         typer.Option(
@@ -69,7 +70,7 @@ def worker_command(
     """Run a worker: claim jobs from the queues and run them with the registered actors."""
     # Imported here so `taskq --help` and `taskq migrate` never load the runtime.
     from taskq.app.actors import load_registry
-    from taskq.app.settings import WorkerSettings
+    from taskq.app.settings import BUILTIN_DRIVERS, WorkerSettings, missing_pg_dsn
     from taskq.app.worker.main import worker_main
 
     if idle_max_runtime is not None and not until_idle:
@@ -86,7 +87,9 @@ def worker_command(
         settings = WorkerSettings.load()
         if overrides:
             settings = settings.with_overrides(**overrides)
-        registry = load_registry(actors)
+        registry = load_registry(actors, app_dir)
+        if settings.driver in BUILTIN_DRIVERS and not settings.pg_dsn_direct:
+            raise missing_pg_dsn()
     except TaskQError as exc:
         fail(str(exc))
     code = worker_main(

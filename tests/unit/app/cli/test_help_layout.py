@@ -1,0 +1,65 @@
+"""``taskq --version``, and help that reads plainly at 80 columns."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from importlib.metadata import version
+from typing import Any
+
+import pytest
+
+from taskq.app.cli.root import DISTRIBUTION, app
+
+COMMANDS = [
+    ("worker",),
+    ("migrate", "up"),
+    ("jobs", "list"),
+    ("actor-config", "diff"),
+]
+
+
+def taskq(*args: str, columns: int = 80) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TASKQ_")}
+    env.update(COLUMNS=str(columns), TERMINAL_WIDTH=str(columns), NO_COLOR="1")
+    return subprocess.run(
+        [sys.executable, "-m", "taskq.app.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_version_prints_the_installed_distribution_version() -> None:
+    run = taskq("--version")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == f"taskq {version(DISTRIBUTION)}\n"
+
+
+def options_of(*command: str) -> set[str]:
+    import typer
+
+    group = typer.main.get_group(app)
+    found: Any = group.get_command(None, command[0])  # type: ignore[arg-type]
+    for name in command[1:]:
+        found = found.commands[name]
+    return {opt for p in found.params for opt in p.opts if opt.startswith("--")}
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
+def test_help_at_80_columns_shows_every_option_whole_and_no_type_noise(
+    command: tuple[str, ...],
+) -> None:
+    run = taskq(*command, "--help")
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert lines, "no help printed"
+    assert max(len(line) for line in lines) <= 80
+    shown = set(re.findall(r"^│\s+(?:\*\s+)?(--[a-z][a-z-]*)(?=\s)", run.stdout, re.MULTILINE))
+    assert options_of(*command) | {"--help"} == shown
+    assert "…" not in "".join(line[:40] for line in lines)
+    assert "<bool>" not in run.stdout
+    assert "<str>" not in run.stdout
