@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from taskq.app.cli.output import JsonOption, iso, print_json, print_table
-from taskq.app.cli.support import fail
+from taskq.app.cli.support import AppDirOption, fail
 from taskq.domain.errors import TaskQError
 
 cron_app = typer.Typer(
@@ -35,13 +35,14 @@ def list_schedules(
         int, typer.Option("--count", min=1, max=100, help="How many next fire times to show.")
     ] = 3,
     as_json: JsonOption = False,
+    app_dir: AppDirOption = ".",
 ) -> None:
     """List each schedule (actor, expression, zone) with its next fire times, in UTC."""
     from taskq.app.actors import load_registry
     from taskq.app.scheduling.schedule import schedules_of
 
     try:
-        registry = load_registry(actors)
+        registry = load_registry(actors, app_dir)
     except TaskQError as exc:
         fail(str(exc))
     now = datetime.now(UTC)
