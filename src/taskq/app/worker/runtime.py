@@ -302,10 +302,15 @@ class Worker:
         store = state.store
         marks = StartMarks(state)
         state.start_marks = marks
-        write_bound = self.settings.lock_lease  # see JOB_WRITE_BOUND_SETTING
+        # Start marks are small and written again when given up: the short bound. An
+        # outcome can be large and given up means run again: the lease (see waiting).
         gate = StartGate(
-            store, max_batch=MAX_WRITE_BATCH, clock=state.clock, call_timeout=write_bound
+            store,
+            max_batch=MAX_WRITE_BATCH,
+            clock=state.clock,
+            call_timeout=self.settings.heartbeat_command_timeout,
         )
+        write_bound = self.settings.lock_lease
         completer: Completer = GroupCommit(
             "completions",
             finish_flush(

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from taskq.app.worker.batching import GroupCommit
-from taskq.app.worker.waiting import JOB_WRITE_BOUND_SETTING, bounded_store_call
+from taskq.app.worker.waiting import bounded_store_call
 from taskq.domain.job import ClaimedJob, Lease
 from taskq.domain.retry import RetryPolicy
 from taskq.ports.clock import Clock
@@ -85,7 +85,7 @@ class StartGate:
     async def _flush(self, leases: Sequence[Lease]) -> list[bool | Exception]:
         marking = self._store.mark_started(leases)
         if self._bound is not None:
-            marking = bounded_store_call(*self._bound, marking, setting=JOB_WRITE_BOUND_SETTING)
+            marking = bounded_store_call(*self._bound, marking)
         lost = set(await marking)
         return [lease not in lost for lease in leases]
 

@@ -24,12 +24,7 @@ from typing import Final
 
 from taskq.app.worker import events
 from taskq.app.worker.state import ActiveJob, WorkerState
-from taskq.app.worker.waiting import (
-    JOB_WRITE_BOUND_SETTING,
-    LatchEvent,
-    bounded_store_call,
-    wait_event,
-)
+from taskq.app.worker.waiting import LatchEvent, bounded_store_call, wait_event
 from taskq.domain.errors import TaskQError
 from taskq.ports.store_params import Finish
 
@@ -113,14 +108,13 @@ class StartMarks:
             lost = set(
                 await bounded_store_call(
                     state.clock,
-                    state.settings.lock_lease,
+                    state.settings.heartbeat_command_timeout,
                     state.store.mark_started(
                         [a.job.lease for a in due],
                         started_ago=[
                             timedelta(seconds=max(now - a.started_mono, 0.0)) for a in due
                         ],
                     ),
-                    setting=JOB_WRITE_BOUND_SETTING,
                 )
             )
         except TaskQError as exc:

@@ -137,7 +137,7 @@ async def with_timeout(
     return task.result()
 
 
-#: The bound of a job's own writes (start marks, outcomes, releases): its lease. Past it
+#: The bound of a job's outcome writes (a result, a retry's reschedule): its lease. Past it
 #: the job is another worker's to run, so waiting longer serves nothing; short of it a
 #: slow but live server (a large result, a loaded machine) is waited for rather than
 #: the job run again. A dead network is found sooner by the heartbeat's own bound

@@ -2,9 +2,10 @@
 
 On a network that stopped answering, a write (or its wait for a pool
 connection) would otherwise hang for the kernel's TCP timeouts, holding the
-completer, the start marks or a consumer slot with it. Each is given up after
-the job's lease (``TASKQ_LOCK_LEASE``, the default 60 s here) and treated as any
-store failure; the heartbeat's own writes after ``TASKQ_HEARTBEAT_COMMAND_TIMEOUT``.
+completer, the start marks or a consumer slot with it. An outcome write is given
+up after the job's lease (``TASKQ_LOCK_LEASE``, the default 60 s here), a start
+mark (written again next round) and the heartbeat's own writes after
+``TASKQ_HEARTBEAT_COMMAND_TIMEOUT``; each is then treated as any store failure.
 """
 
 from __future__ import annotations
@@ -132,7 +133,7 @@ async def test_a_start_mark_that_never_answers_is_given_up_and_written_again(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     CLOCK.append(clock)
-    job = await client.enqueue(naps.new_job({"seconds": LEASE + 10}, now=clock.now()))
+    job = await client.enqueue(naps.new_job({"seconds": 10}, now=clock.now()))
     store = FirstCallHangs(backend.store(), "mark_started")
     await _run_until_succeeded(backend, clock, client, store, {"naps": naps}, job.job_id)
     assert store.hung >= 2  # marked on a later round
