@@ -33,7 +33,7 @@ from taskq.domain.errors import MigrationError
 
 pytestmark = pytest.mark.integration
 
-#: The last migration alters jobs or job_attempts; the tests stop before it.
+#: The last migration alters jobs, job_attempts or queues; the tests stop before it.
 LAST = discover_migrations()[-1]
 BEFORE_LAST = discover_migrations()[-2].version
 #: Bound on anything that would hang forever if the lock wait were unbounded.
@@ -59,14 +59,15 @@ async def schema(dsn: str) -> AsyncIterator[Schema]:
 
 @pytest.fixture
 async def holder(dsn: str, schema: Schema) -> AsyncIterator[Any]:
-    """A session idle in a transaction that has written to jobs and job_attempts: it holds
-    ROW EXCLUSIVE on both, which every migration that alters them or builds an index on
-    them waits for (the last migration may alter either)."""
+    """A session idle in a transaction that has written to jobs, job_attempts and queues: it
+    holds ROW EXCLUSIVE on each, which every migration that alters them or builds an index
+    on them waits for (the last migration may alter any of them)."""
     conn = await asyncpg.connect(dsn)
     tx = conn.transaction()
     await tx.start()
     await conn.execute(f"UPDATE {schema.quoted}.jobs SET priority = priority WHERE false")
     await conn.execute(f"UPDATE {schema.quoted}.job_attempts SET attempt = attempt WHERE false")
+    await conn.execute(f"UPDATE {schema.quoted}.queues SET mode = mode WHERE false")
     try:
         yield conn
     finally:
