@@ -35,7 +35,9 @@ async def test_far_deadlines_do_not_crash_the_worker(
     ]
     worker = workers.start(db.worker_env(), "--until-idle", "--idle-max-runtime", "60")
     code = await worker.wait(within=90)
-    assert code == 0, worker.output_tail()  # no crash, no hang
+    # No crash, no hang. The passed deadline fails its job either in the leader's sweep
+    # or, when this worker claims it first, here: then until-idle reports it (exit 3).
+    assert code in (0, 3), worker.output_tail()
     assert await status_counts(conn, db.schema) == {"succeeded": 22, "failed": 1}
     far, infinite, passed = [await client.get(job_id) for job_id in odd]
     assert far is not None
