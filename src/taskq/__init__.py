@@ -12,7 +12,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # typed for checkers, imported lazily at run time
-    from taskq.app.actors import ActorRef, actor
+    from taskq.app.actors.decorator import actor
+    from taskq.app.actors.ref import ActorRef
     from taskq.app.client import JobsClient
     from taskq.app.connections import WorkerConnections
     from taskq.app.context import JobContext
@@ -59,7 +60,7 @@ if TYPE_CHECKING:  # typed for checkers, imported lazily at run time
 _LAZY: dict[str, str] = {
     "ActorConfigDriftError": "taskq.domain.errors",
     "ActorConfigDriftList": "taskq.domain.errors",
-    "ActorRef": "taskq.app.actors",
+    "ActorRef": "taskq.app.actors.ref",
     "ActorSignatureError": "taskq.domain.errors",
     "AttemptTimeout": "taskq.domain.errors",
     "ConcurrencyLimit": "taskq.domain.limits",
@@ -98,7 +99,7 @@ _LAZY: dict[str, str] = {
     "UnknownActorError": "taskq.domain.errors",
     "WorkerConnections": "taskq.app.connections",
     "WorkerSettings": "taskq.app.settings",
-    "actor": "taskq.app.actors",
+    "actor": "taskq.app.actors.decorator",
     "cron": "taskq.app.scheduling.decorator",
     "worker_main": "taskq.app.worker.main",
 }

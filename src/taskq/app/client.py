@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, Self, TypeVar, 
 
 from pydantic import BaseModel
 
-from taskq.app.actors import ActorRef
+from taskq.app.actors.ref import ActorRef
 from taskq.app.handle import JobHandle, WallClock
 from taskq.app.port_check import check_methods
 from taskq.app.unstorable import unstorable_error

@@ -21,7 +21,7 @@ from taskq.ports.clock import Clock
 from taskq.ports.queue_store import JobCanceller, JobReader
 
 if TYPE_CHECKING:
-    from taskq.app.actors import ActorRef
+    from taskq.app.actors.ref import ActorRef
 
 R = TypeVar("R")
 

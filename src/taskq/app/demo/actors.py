@@ -23,7 +23,8 @@ from typing import Annotated, Any, Final
 
 from pydantic import BaseModel, Field
 
-from taskq.app.actors import ActorRef, actor
+from taskq.app.actors.decorator import actor
+from taskq.app.actors.ref import ActorRef
 from taskq.app.context import JobContext
 from taskq.app.di import Dependencies, Scope
 from taskq.domain.retry import RetryPolicy

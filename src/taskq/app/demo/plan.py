@@ -19,7 +19,7 @@ from typing import Any, Final
 
 from pydantic import BaseModel
 
-from taskq.app.actors import ActorRef
+from taskq.app.actors.ref import ActorRef
 from taskq.app.demo.actors import (
     CHARGE_RETRY,
     DECLINED_CARD,

@@ -16,7 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, cast
 
-from taskq.app.actors import ActorRef, json_copy
+from taskq.app.actors.json_values import json_copy
+from taskq.app.actors.ref import ActorRef
 from taskq.app.scheduling.expression import CronExpression
 from taskq.app.scheduling.schedule import CronSchedule
 from taskq.domain.errors import ConfigurationError, PayloadValidationError

@@ -35,7 +35,7 @@ ParamRole = Literal["context", "dependency"]
 
 @dataclass(frozen=True, slots=True)
 class ParamPlan:
-    """How ``ActorRef.run`` passes one parameter after the payload."""
+    """How an actor is called with one parameter after the payload (see :mod:`.invoke`)."""
 
     name: str
     role: ParamRole
