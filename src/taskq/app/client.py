@@ -26,20 +26,19 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from datetime import datetime, timedelta
+from collections.abc import AsyncIterator, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, Self, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, Self, TypeVar, Unpack, cast
 
 from pydantic import BaseModel
 
+from taskq.app.actors.enqueue_options import EnqueueArgs, EnqueueOptions
 from taskq.app.actors.ref import ActorRef
 from taskq.app.handle import JobHandle, WallClock
 from taskq.app.port_check import check_methods
 from taskq.app.unstorable import unstorable_error
 from taskq.domain.errors import ConfigurationError, PayloadValidationError
 from taskq.domain.job import (
-    JSON,
     AttemptRecord,
     EnqueueResult,
     Job,
@@ -325,26 +324,16 @@ class JobsClient:
         ref: ActorRef[P, R],
         payload: P | Mapping[str, Any],
         *,
-        queue: str | None = None,
-        scheduled_at: datetime | None = None,
-        priority: int = 0,
-        schedule_to_close: datetime | None = None,
-        identity_key: str | None = None,
-        fairness_key: str | None = None,
-        idempotency_key: str | None = None,
-        metadata: Mapping[str, JSON] | None = None,
-        tags: Iterable[str] = (),
-        trace_id: str | None = None,
-        span_id: str | None = None,
-        timeout: timedelta | None = None,  # noqa: ASYNC109 (the job's attempts', not this call's)
         connection: Any = None,
+        **options: Unpack[EnqueueArgs],
     ) -> JobHandle[R]:
         """Enqueue one job of ``ref``; returns its handle.
 
-        ``scheduled_at`` in the future schedules it; ``identity_key`` /
-        ``idempotency_key`` may return an existing job (``was_existing``).
-        ``timeout`` bounds each attempt of this job, instead of the actor's
-        ``timeout`` (stored with the job).
+        ``options`` are the enqueue options (``EnqueueOptions``, shared with
+        ``enqueue_many`` and ``ActorRef.new_job``): ``scheduled_at`` in the
+        future schedules the job; ``identity_key`` / ``idempotency_key`` may
+        return an existing job (``was_existing``); ``timeout`` bounds each attempt
+        of this job, instead of the actor's ``timeout`` (stored with the job).
         ``connection`` writes inside the caller's transaction. The write runs in
         a PRODUCER span (``enqueue {queue}``) whose context the job stores as
         ``trace_id``/``span_id``, unless the call passes ids of its own (stored
@@ -353,22 +342,7 @@ class JobsClient:
         ``StoreUnavailable``.
         """
         _check_ref(ref)
-        job = ref.new_job(
-            payload,
-            queue=queue,
-            scheduled_at=scheduled_at,
-            priority=priority,
-            schedule_to_close=schedule_to_close,
-            identity_key=identity_key,
-            fairness_key=fairness_key,
-            idempotency_key=idempotency_key,
-            metadata=metadata,
-            tags=tags,
-            trace_id=trace_id,
-            span_id=span_id,
-            timeout=timeout,
-            now=self._clock.now(),
-        )
+        job = ref.new_job(payload, now=self._clock.now(), **options)
         enqueuer = self._enqueuer(connection)  # a wrong connection= is no unstorable job
         try:
             result = await enqueuer.enqueue(job)
@@ -382,26 +356,16 @@ class JobsClient:
         ref: ActorRef[P, R],
         payloads: Sequence[P | Mapping[str, Any]],
         *,
-        queue: str | None = None,
-        scheduled_at: datetime | None = None,
-        priority: int = 0,
-        schedule_to_close: datetime | None = None,
-        identity_key: str | None = None,
-        fairness_key: str | None = None,
-        idempotency_key: str | None = None,
-        metadata: Mapping[str, JSON] | None = None,
-        tags: Iterable[str] = (),
-        trace_id: str | None = None,
-        span_id: str | None = None,
-        timeout: timedelta | None = None,  # noqa: ASYNC109 (the job's attempts', not this call's)
         connection: Any = None,
+        **options: Unpack[EnqueueArgs],
     ) -> list[JobHandle[R]]:
         """Enqueue one job per payload in one round trip, all or nothing.
 
         Every payload is validated first (the error names its index), the
-        options apply to every job, and handles come back in input order. One
-        PRODUCER span covers the batch (``messaging.batch.message_count``); every
-        job stores its context (or the ids the call passes).
+        options (as for ``enqueue``) apply to every job, and handles come back
+        in input order. One PRODUCER span covers the batch
+        (``messaging.batch.message_count``); every job stores its context (or
+        the ids the call passes).
         """
         _check_ref(ref)
         if isinstance(payloads, Mapping | BaseModel | str):
@@ -409,26 +373,12 @@ class JobsClient:
         # Any iterable works as before (a generator, a range of models...), indexed once.
         batch = payloads if isinstance(payloads, list | tuple) else list(payloads)
         if not batch:
+            EnqueueOptions(**options)  # checked all the same, so a bad call fails every time
             return []
         try:
             # The first job checks the options (after its payload, as enqueue does);
             # every job shares them, so the others only need their payload dumped.
-            first = ref.new_job(
-                batch[0],
-                queue=queue,
-                scheduled_at=scheduled_at,
-                priority=priority,
-                schedule_to_close=schedule_to_close,
-                identity_key=identity_key,
-                fairness_key=fairness_key,
-                idempotency_key=idempotency_key,
-                metadata=metadata,
-                tags=tags,
-                trace_id=trace_id,
-                span_id=span_id,
-                timeout=timeout,
-                now=self._clock.now(),
-            )
+            first = ref.new_job(batch[0], now=self._clock.now(), **options)
         except PayloadValidationError as exc:
             raise PayloadValidationError(f"payload #0: {exc}") from exc
         # Every job shares first's options: stores may read them once.
