@@ -254,7 +254,7 @@ def list_configs(
 
 def _registered(spec: str, app_dir: str) -> list[ActorConfig]:
     """The rows the registry ``spec`` would sync, with metadata as a store keeps it."""
-    from taskq.app.actors import load_registry
+    from taskq.app.actors.registry import load_registry
 
     try:
         registry = load_registry(spec, app_dir)

@@ -38,7 +38,7 @@ def list_schedules(
     app_dir: AppDirOption = ".",
 ) -> None:
     """List each schedule (actor, expression, zone) with its next fire times, in UTC."""
-    from taskq.app.actors import load_registry
+    from taskq.app.actors.registry import load_registry
     from taskq.app.scheduling.schedule import schedules_of
 
     try:

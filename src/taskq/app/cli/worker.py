@@ -69,7 +69,7 @@ def worker_command(
 ) -> None:
     """Run a worker: claim jobs from the queues and run them with the registered actors."""
     # Imported here so `taskq --help` and `taskq migrate` never load the runtime.
-    from taskq.app.actors import load_registry
+    from taskq.app.actors.registry import load_registry
     from taskq.app.settings import BUILTIN_DRIVERS, WorkerSettings, missing_pg_dsn
     from taskq.app.worker.main import worker_main
 
