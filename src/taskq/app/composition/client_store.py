@@ -1,8 +1,15 @@
-"""The stores a ``JobsClient`` runs on: its own pool, or a caller's."""
+"""The stores a ``JobsClient`` runs on: its own pool, or a caller's.
+
+Both refuse a schema behind this TaskQ (``SchemaNotMigrated``): an own pool
+when it opens, a caller's before its first call.
+"""
 
 from __future__ import annotations
 
+from typing import cast
+
 from taskq.adapters.postgres.schema import Schema
+from taskq.app.composition.client_schema import SchemaCheckedStore, check_client_schema
 from taskq.app.composition.drivers import DRIVER_KITS, new_store, open_pool
 from taskq.app.settings import DEFAULT_CLIENT_CALL_TIMEOUT, TaskQSettings, require_pg_dsn
 from taskq.domain.errors import ConfigurationError
@@ -13,7 +20,8 @@ async def open_store(settings: TaskQSettings) -> QueueStore:
     """A client store on its own new pool (``TASKQ_DRIVER``, DSN, schema from ``settings``).
 
     The pool is opened now, so an unreachable database fails here with
-    ``StoreUnavailable``; ``store.close()`` closes the pool.
+    ``StoreUnavailable``, and the schema checked (one query), so one behind
+    this TaskQ fails with ``SchemaNotMigrated``; ``store.close()`` closes the pool.
     """
     schema = Schema(settings.schema_name)
     load_kit = DRIVER_KITS.get(settings.driver)
@@ -31,6 +39,11 @@ async def open_store(settings: TaskQSettings) -> QueueStore:
         call_timeout=settings.client_call_timeout,
     )
     await open_pool(store)
+    try:
+        await check_client_schema(store)
+    except BaseException:
+        await store.close()
+        raise
     return store
 
 
@@ -41,6 +54,7 @@ def store_from_pool(
 
     TaskQ never closes the pool: ``store.close()`` leaves it open. Each call
     ends within ``call_timeout`` seconds; the pool's own settings are not touched.
+    The first call checks the schema (see ``SchemaCheckedStore``).
     """
     validated = Schema(schema)
     load_kit = DRIVER_KITS.get(driver)
@@ -49,4 +63,6 @@ def store_from_pool(
     kit = load_kit()
     if not isinstance(pool, kit.pool_type):
         raise ConfigurationError(f"expected {kit.pool_label}, got {type(pool).__name__}")
-    return kit.store(pool, schema=validated, call_timeout=call_timeout)
+    store = kit.store(pool, schema=validated, call_timeout=call_timeout)
+    # Delegates every other attribute to the store, so it serves as one.
+    return cast("QueueStore", SchemaCheckedStore(store))
