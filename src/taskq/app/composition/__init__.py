@@ -15,12 +15,15 @@ from taskq.adapters.postgres.migrator import Migration, MigrationState, Migratio
 from taskq.app.composition.client_store import open_store, store_from_pool
 from taskq.app.composition.embedded import open_embedded_postgres
 from taskq.app.composition.migrations import (
+    JobTablesWouldBeDropped,
     MigrationReport,
+    UpgradeReport,
     describe_target,
     drop_schema,
     migrate_down,
     migrate_status,
     migrate_up,
+    upgrade_schema,
 )
 from taskq.app.composition.operator import operator_store
 from taskq.app.composition.worker_ports import (
@@ -33,10 +36,12 @@ from taskq.app.worker.ports import WorkerPorts
 
 __all__ = [
     "WORKER_CONNECTIONS_POOL_ROLES",
+    "JobTablesWouldBeDropped",
     "Migration",
     "MigrationReport",
     "MigrationState",
     "MigrationStatus",
+    "UpgradeReport",
     "WorkerPorts",
     "build_worker_ports",
     "describe_target",
@@ -49,5 +54,6 @@ __all__ = [
     "open_store",
     "operator_store",
     "store_from_pool",
+    "upgrade_schema",
     "worker_metrics_registry",
 ]
