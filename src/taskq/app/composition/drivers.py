@@ -25,6 +25,8 @@ P = TypeVar("P", bound="ClosablePool")
 
 
 class Closeable(Protocol):
+    """A port or store built here, closed again when a later step fails."""
+
     async def close(self) -> None: ...
 
 

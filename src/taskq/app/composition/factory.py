@@ -17,6 +17,11 @@ def _described(exc: BaseException) -> str:
 
 
 async def factory_worker_ports(settings: WorkerSettings) -> WorkerPorts:
+    """Import ``TASKQ_DRIVER``'s factory and call (or await) it with ``settings``.
+
+    Every way it can fail (import, signature, its own error, a wrong product)
+    is one ``ConfigurationError`` naming the driver; a ``TaskQError`` passes as it is.
+    """
     spec = settings.driver
     module_name, _, attr = spec.partition(":")
     try:
