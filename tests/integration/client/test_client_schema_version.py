@@ -117,3 +117,11 @@ async def test_schema_ahead_of_the_code_is_accepted(db: Database) -> None:
     async with caller_pool(db.driver, db.dsn) as app:
         await app.client(db.schema).enqueue(add, Pair(a=1, b=2))
     assert await jobs_in(db.dsn, db.schema) == 2
+
+
+async def test_a_schema_never_migrated_is_refused_at_open(db: Database) -> None:
+    """A schema name with no TaskQ tables (a typo in TASKQ_SCHEMA_NAME) fails at open."""
+    missing = Database(db.dsn, fresh_schema_name("taskq_clnone"), db.driver)
+    with pytest.raises(SchemaNotMigrated, match="taskq migrate up"):
+        async with JobsClient.connect(settings=missing.settings()):
+            pytest.fail("the client opened on a schema that does not exist")
