@@ -233,7 +233,7 @@ async def test_down_then_up_restores_the_same_schema(dsn: str, schema: str) -> N
     assert one.code == 0, one.err
     assert one.out.splitlines()[1:] == [f"reverted {LABELS[-1]}"]
 
-    rest = await taskq("migrate", "down", "--to", "0", "--dsn", dsn, "--schema", schema)
+    rest = await taskq("migrate", "down", "--to", "0", "--yes", "--dsn", dsn, "--schema", schema)
     assert rest.code == 0, rest.err
     assert rest.out.splitlines()[1:] == [f"reverted {label}" for label in reversed(LABELS[:-1])]
     emptied = await catalog(dsn, schema)

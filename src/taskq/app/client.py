@@ -165,7 +165,8 @@ class JobsClient:
         (environment and ``.env``); ``dsn``, ``driver`` and ``schema`` override
         ``TASKQ_PG_DSN``, ``TASKQ_DRIVER`` and ``TASKQ_SCHEMA_NAME``, validated
         the same way (``TASKQ_OTEL_ENABLED`` too: see the constructor). The pool
-        is opened on entry and closed on exit.
+        is opened on entry and closed on exit. Entry raises ``SchemaNotMigrated``,
+        naming the missing migrations, when the schema is behind this TaskQ.
         """
         return cls._connected(
             dsn,
@@ -222,7 +223,8 @@ class JobsClient:
         sends the wake-ups its enqueues still owe, then refuses further calls).
 
         Each call ends within ``call_timeout`` seconds (see ``TASKQ_CLIENT_CALL_TIMEOUT``);
-        the pool's own settings are left as they are. ``otel_enabled``,
+        the pool's own settings are left as they are. The first call checks the
+        schema as ``connect`` does (``SchemaNotMigrated``). ``otel_enabled``,
         ``tracer_provider``: as for the constructor.
         """
         return cls._from_pool(
@@ -250,7 +252,8 @@ class JobsClient:
         (closing the client sends the wake-ups its enqueues still owe).
 
         Each call ends within ``call_timeout`` seconds (see ``TASKQ_CLIENT_CALL_TIMEOUT``);
-        the pool's own settings are left as they are. ``otel_enabled``,
+        the pool's own settings are left as they are. The first call checks the
+        schema as ``connect`` does (``SchemaNotMigrated``). ``otel_enabled``,
         ``tracer_provider``: as for the constructor.
         """
         return cls._from_pool(

@@ -9,13 +9,16 @@ import pytest
 
 from taskq.adapters.postgres.migrator import (
     AppliedMigration,
+    JobTablesWouldBeDropped,
     Migration,
     MigrationState,
+    check_keeps_job_tables,
     check_schema_current,
     checksum,
     discover_migrations,
     make_migration,
     migration_status,
+    newer_applied,
     plan_down,
     plan_up,
     status_problems,
@@ -131,10 +134,54 @@ def test_renamed_applied_file_is_refused() -> None:
         plan_up(renamed, applied(M[0]))
 
 
-def test_applied_migration_without_file_is_refused() -> None:
-    """A database migrated by a newer TaskQ is refused rather than half-understood."""
-    with pytest.raises(MigrationError, match=r"0003_m3 applied but this version of TaskQ has no"):
-        plan_up(M[:2], applied(*M))
+def test_migrations_newer_than_every_file_are_left_alone_by_up() -> None:
+    """A database migrated by a newer TaskQ (a rolled-back deploy) plans nothing, and
+    newer_applied names what the newer TaskQ applied (before, up refused it)."""
+    assert plan_up(M[:2], applied(*M)) == ()
+    assert plan_up(M[:1], applied(*M), target=1) == ()
+    assert [row.version for row in newer_applied(M[:2], applied(*M))] == [3]
+    assert newer_applied(M, applied(*M)) == ()
+    assert status_problems(M[:2], applied(*M)) == ""
+
+
+def test_newer_migrations_still_stop_down_and_a_gap_below() -> None:
+    """down cannot revert a migration it has no file for; an unknown version below the
+    latest file (a removed file) is refused by up too."""
+    with pytest.raises(MigrationError, match=r"0003_m3 applied .* newer TaskQ\? Revert it"):
+        plan_down(M[:2], applied(*M))
+    without_2 = (M[0], M[2])
+    with pytest.raises(MigrationError, match=r"0002_m2 applied .* \(was its file removed\?\)"):
+        plan_up(without_2, applied(*M))
+    assert "0002_m2" in status_problems(without_2, applied(*M))
+
+
+def test_only_a_down_dropping_a_job_table_counts_as_dropping_jobs() -> None:
+    """drops_job_tables reads the down script: a DROP TABLE of jobs, jobs_archive or
+    job_attempts (or DROP SCHEMA) counts; other tables and dropped columns do not."""
+    for down in (
+        "DROP TABLE IF EXISTS {schema}.job_attempts;",
+        "drop table {schema}.jobs_archive;",
+        "DROP TABLE {schema}.jobs CASCADE;",
+        "DROP SCHEMA {schema} CASCADE;",
+    ):
+        assert make_migration(1, "a", "x", down).drops_job_tables, down
+    for down in (
+        "DROP TABLE IF EXISTS {schema}.workers;",
+        "DROP TABLE IF EXISTS {schema}.jobs_old;",
+        "ALTER TABLE {schema}.jobs DROP COLUMN IF EXISTS traceback;",
+        "DROP INDEX IF EXISTS {schema}.jobs_dispatch_idx;",
+    ):
+        assert not make_migration(1, "a", "x", down).drops_job_tables, down
+    packaged = [m.label for m in discover_migrations() if m.drops_job_tables]
+    assert packaged == ["0001_jobs"]
+
+
+def test_check_keeps_job_tables_names_the_migration() -> None:
+    """A plan reverting a job-table migration is refused naming it and the tables."""
+    jobs = make_migration(1, "jobs", "x", "DROP TABLE {schema}.jobs;")
+    check_keeps_job_tables(M[1:], "s")
+    with pytest.raises(JobTablesWouldBeDropped, match=r"reverting 0001_jobs drops the tables"):
+        check_keeps_job_tables((M[2], jobs), "s")
 
 
 def test_pending_migration_older_than_applied_is_refused() -> None:
@@ -176,7 +223,7 @@ def test_status_lists_applied_pending_changed_and_unknown() -> None:
     ]
     problems = status_problems(edited, (*applied(M[0], M[1]), extra))
     assert "0002_m2.up.sql was changed" in problems
-    assert "0009_future applied" in problems
+    assert "0009_future" not in problems  # newer than every file: no problem (a rollback)
     assert status_problems(M, applied(*M)) == ""
 
 

@@ -30,6 +30,7 @@ from taskq.adapters.postgres.dsn import dsn_location, scrub_password
 from taskq.adapters.postgres.migrator import (
     AppliedMigration,
     Migration,
+    check_keeps_job_tables,
     discover_migrations,
     plan_down,
     plan_up,
@@ -278,16 +279,21 @@ async def downgrade(
     to: int | None = None,
     migrations: Sequence[Migration] | None = None,
     lock_timeout: timedelta = MIGRATION_LOCK_TIMEOUT,
+    drop_job_tables: bool = True,
 ) -> tuple[Migration, ...]:
     """Revert applied migrations newer than ``to`` (default: only the latest), newest first.
 
     Returns what this call reverted. The schema and ``schema_migrations``
     stay, even at ``to=0``. ``lock_timeout`` bounds each migration's lock
-    waits, as for :func:`upgrade`.
+    waits, as for :func:`upgrade`. With ``drop_job_tables=False`` a plan that
+    would drop the tables holding jobs raises ``JobTablesWouldBeDropped``
+    before anything is reverted.
     """
     available = discover_migrations() if migrations is None else tuple(migrations)
     async with _migration_lock(conn, schema):
         plan = plan_down(available, await read_applied(conn, schema), to=to)
+        if not drop_job_tables:
+            check_keeps_job_tables(plan, schema.name)
         for migration in plan:
             await _apply(conn, schema, migration, up=False, lock_timeout=lock_timeout)
     return plan

@@ -29,6 +29,16 @@ from taskq.domain.errors import MigrationError, SchemaNotMigrated
 #: The package whose ``migrations/`` directory holds TaskQ's migrations.
 MIGRATIONS_PACKAGE: Final = "taskq.adapters.postgres"
 _FILE = re.compile(r"([0-9]{4})_([a-z0-9_]+)\.(up|down)\.sql")
+#: The tables that hold jobs: the queue itself, its archive and every attempt's history.
+JOB_TABLES: Final = ("jobs", "jobs_archive", "job_attempts")
+# A down script that drops one of them (or the whole schema) loses jobs; dropping a
+# column loses part of each job's record, not the jobs, and does not count.
+_DROPS_JOBS = re.compile(
+    r"\bDROP\s+(?:SCHEMA\b|TABLE\s+(?:IF\s+EXISTS\s+)?\{schema\}\.(?:"
+    + "|".join(JOB_TABLES)
+    + r")\b)",
+    re.IGNORECASE,
+)
 
 
 def checksum(text: str) -> str:
@@ -58,6 +68,15 @@ class Migration:
     @property
     def down_file(self) -> str:
         return f"{self.label}.down.sql"
+
+    @property
+    def drops_job_tables(self) -> bool:
+        """Whether reverting it drops a table in :data:`JOB_TABLES` (or the schema)."""
+        return _DROPS_JOBS.search(self.down_sql) is not None
+
+
+class JobTablesWouldBeDropped(MigrationError):
+    """A revert would drop the tables holding jobs, and the caller did not confirm it."""
 
 
 def make_migration(version: int, name: str, up_sql: str, down_sql: str) -> Migration:
@@ -142,17 +161,23 @@ def _problems(
     available: Sequence[Migration], applied: Iterable[AppliedMigration]
 ) -> list[tuple[AppliedMigration, MigrationState, str]]:
     by_version = {m.version: m for m in available}
+    latest = max(by_version, default=0)
     out: list[tuple[AppliedMigration, MigrationState, str]] = []
     for row in applied:
         label = f"{row.version:04d}_{row.name}"
         migration = by_version.get(row.version)
         if migration is None:
+            why = (
+                "was the database migrated by a newer TaskQ? Revert it with that TaskQ"
+                if row.version > latest
+                else "was its file removed?"
+            )
             out.append(
                 (
                     row,
                     MigrationState.UNKNOWN,
                     f"the database has migration {label} applied but this version of TaskQ "
-                    "has no such migration file (was the database migrated by a newer TaskQ?)",
+                    f"has no such migration file ({why})",
                 )
             )
         elif migration.name != row.name:
@@ -188,6 +213,28 @@ def verify_applied(available: Sequence[Migration], applied: Sequence[AppliedMigr
         raise MigrationError("; ".join(message for _, _, message in problems))
 
 
+def newer_applied(
+    available: Sequence[Migration], applied: Iterable[AppliedMigration]
+) -> tuple[AppliedMigration, ...]:
+    """The applied migrations newer than every file: a newer TaskQ applied them.
+
+    Migrations only add, so this TaskQ runs on such a schema (a deploy rolled
+    back); an unknown version *below* its latest file is a removed file instead.
+    """
+    latest = max((m.version for m in available), default=0)
+    return tuple(row for row in applied if row.version > latest)
+
+
+def check_keeps_job_tables(plan: Sequence[Migration], schema: str) -> None:
+    """Raise :class:`JobTablesWouldBeDropped` when reverting ``plan`` drops the job tables."""
+    dropping = [m.label for m in plan if m.drops_job_tables]
+    if dropping:
+        raise JobTablesWouldBeDropped(
+            f"reverting {', '.join(dropping)} drops the tables holding jobs "
+            f"({', '.join(JOB_TABLES)}) in schema {schema}, and every job in them"
+        )
+
+
 def check_known_version(available: Sequence[Migration], version: int, what: str) -> None:
     """Raise :class:`MigrationError` unless ``version`` is one of ``available``'s."""
     known = [m.version for m in available]
@@ -207,11 +254,13 @@ def plan_up(
     """The migrations to apply, in order, to reach ``target`` (default: the latest).
 
     Empty when already there, or when ``target`` is below the current version
-    (``up`` never reverts). Raises :class:`MigrationError` when history and
-    files disagree, ``target`` is unknown, or a pending migration is older
-    than one already applied.
+    (``up`` never reverts). Migrations newer than every file (see
+    :func:`newer_applied`) are left as they are. Raises :class:`MigrationError`
+    when history and files disagree, ``target`` is unknown, or a pending
+    migration is older than one already applied.
     """
-    verify_applied(available, applied)
+    newer = newer_applied(available, applied)
+    verify_applied(available, [row for row in applied if row not in newer])
     if target is not None:
         check_known_version(available, target, "target")
     done = {row.version for row in applied}
@@ -311,22 +360,30 @@ def check_schema_current(
 
 
 def status_problems(available: Sequence[Migration], applied: Sequence[AppliedMigration]) -> str:
-    """The message :func:`verify_applied` would raise, or ``""`` when all is well."""
-    return "; ".join(message for _, _, message in _problems(available, applied))
+    """What stops ``up``: the message :func:`verify_applied` would raise for all but the
+    newer migrations (:func:`newer_applied`), or ``""`` when all is well."""
+    newer = newer_applied(available, applied)
+    return "; ".join(
+        message for row, _, message in _problems(available, applied) if row not in newer
+    )
 
 
 __all__ = [
+    "JOB_TABLES",
     "MIGRATIONS_PACKAGE",
     "AppliedMigration",
+    "JobTablesWouldBeDropped",
     "Migration",
     "MigrationState",
     "MigrationStatus",
+    "check_keeps_job_tables",
     "check_known_version",
     "check_schema_current",
     "checksum",
     "discover_migrations",
     "make_migration",
     "migration_status",
+    "newer_applied",
     "plan_down",
     "plan_up",
     "status_problems",

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+import asyncio
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Annotated, Final
 
 import typer
 
@@ -14,10 +16,35 @@ from taskq.app.cli.support import (
     migrate_target,
     run_async,
 )
+from taskq.domain.errors import TaskQError
+
+if TYPE_CHECKING:
+    from taskq.app.composition import Migration
+
+#: ``migrate down`` refused to drop the tables holding jobs without ``--yes``.
+EXIT_NEEDS_YES: Final = 8
 
 migrate_app = typer.Typer(
     help="Create, upgrade, revert and inspect the TaskQ schema.", no_args_is_help=True
 )
+
+
+def _report(verb: str, migrations: Sequence[Migration], nothing: str) -> None:
+    """One line per migration ``up`` applied or ``down`` reverted, or ``nothing``."""
+    for migration in migrations:
+        typer.echo(f"{verb} {migration.label}")
+    if not migrations:
+        typer.echo(nothing)
+
+
+def _warn_newer(schema: str, newer: Sequence[str]) -> None:
+    """Name the migrations a newer TaskQ applied: left alone, so a rollback keeps working."""
+    if newer:
+        typer.echo(
+            f"taskq: warning: schema {schema} has migration(s) {', '.join(newer)} applied by "
+            "a newer TaskQ; this one leaves them as they are (upgrade TaskQ to manage them)",
+            err=True,
+        )
 
 
 @migrate_app.command("up")
@@ -32,11 +59,9 @@ def up(
     """Apply pending migrations. Safe to repeat and to run from several processes at once."""
     dsn, schema = migrate_target(dsn, schema)
     typer.echo(composition.describe_target(dsn, schema))
-    applied = run_async(composition.migrate_up(dsn=dsn, schema_name=schema, target=target))
-    for migration in applied:
-        typer.echo(f"applied {migration.label}")
-    if not applied:
-        typer.echo(f"schema {schema} is up to date: nothing to apply")
+    run = run_async(composition.upgrade_schema(dsn=dsn, schema_name=schema, target=target))
+    _report("applied", run.applied, f"schema {schema} is up to date: nothing to apply")
+    _warn_newer(schema, run.newer)
 
 
 @migrate_app.command("down")
@@ -45,17 +70,27 @@ def down(
         int | None,
         typer.Option("--to", min=0, help="Revert every migration newer than this (0: all)."),
     ] = None,
+    yes: Annotated[
+        bool,
+        typer.Option(
+            "--yes", help="Confirm a revert that drops the tables holding jobs (0001_jobs)."
+        ),
+    ] = False,
     dsn: DsnOption = None,
     schema: SchemaOption = None,
 ) -> None:
     """Revert migrations, newest first (default: only the latest)."""
     dsn, schema = migrate_target(dsn, schema)
     typer.echo(composition.describe_target(dsn, schema))
-    reverted = run_async(composition.migrate_down(dsn=dsn, schema_name=schema, to=to))
-    for migration in reverted:
-        typer.echo(f"reverted {migration.label}")
-    if not reverted:
-        typer.echo(f"schema {schema}: nothing to revert")
+    try:
+        reverted = asyncio.run(
+            composition.migrate_down(dsn=dsn, schema_name=schema, to=to, drop_job_tables=yes)
+        )
+    except composition.JobTablesWouldBeDropped as exc:
+        fail(f"{exc}; nothing was reverted: pass --yes to do it", code=EXIT_NEEDS_YES)
+    except TaskQError as exc:
+        fail(str(exc))
+    _report("reverted", reverted, f"schema {schema}: nothing to revert")
 
 
 @migrate_app.command("status")
@@ -74,8 +109,9 @@ def status(dsn: DsnOption = None, schema: SchemaOption = None) -> None:
     for line in table:
         cells = [cell.ljust(width) for cell, width in zip(line, widths, strict=False)]
         typer.echo("  ".join([*cells, line[3]]))
+    _warn_newer(schema, report.newer)
     if report.problems:
         fail(report.problems)
 
 
-__all__ = ["migrate_app"]
+__all__ = ["EXIT_NEEDS_YES", "migrate_app"]

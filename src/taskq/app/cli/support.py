@@ -43,10 +43,11 @@ SchemaOption = Annotated[
 ]
 
 
-def fail(message: str) -> NoReturn:
-    """Print ``taskq: <message>`` as one line on stderr and exit 1."""
+def fail(message: str, *, code: int = 1) -> NoReturn:
+    """Print ``taskq: <message>`` as one line on stderr and exit ``code`` (1 unless a
+    command documents another)."""
     typer.echo("taskq: " + " ".join(message.split()), err=True)
-    raise typer.Exit(1)
+    raise typer.Exit(code)
 
 
 def migrate_target(dsn: str | None, schema: str | None) -> tuple[str, str]:
