@@ -53,6 +53,7 @@ from taskq.adapters.postgres.store.enqueue_plan import (
     max_pending_lock_keys,
     options_of,
     present_columns,
+    single_path,
     untimed,
     wake_queue,
 )
@@ -100,7 +101,7 @@ class Enqueuer:
         if not untimed(job):
             present_columns((job,))  # validates its timestamps
         if is_plain(job):
-            path = choose_path((job,), clock_given=now is not None)
+            path = single_path(job, clock_given=now is not None)
             try:
                 one = await self._insert_one(driver, job, now, path=path, gated=True)
             except (UniqueConflict, TransientConflict):

@@ -84,13 +84,19 @@ def choose_path(jobs: Sequence[NewJob], *, clock_given: bool, limited: bool = Fa
     if limited:
         return Path.LOCKED
     if len(jobs) == 1 and is_plain(jobs[0]):  # the usual single enqueue, checked first
-        return Path.BARE if not clock_given and is_bare(jobs[0]) else Path.SINGLE
+        return single_path(jobs[0], clock_given=clock_given)
     options = options_of(jobs)
     if any(j.max_pending is not None for j in options):
         return Path.LOCKED
     if not any(is_keyed(j) for j in options):  # a batch: a single one is plain (above)
         return Path.COPY if len(jobs) >= COPY_MIN_JOBS else Path.BATCH
     return Path.KEYED if len(jobs) == 1 else Path.LOOKUP
+
+
+def single_path(job: NewJob, *, clock_given: bool) -> Path:
+    """The statement of one plain job (:func:`is_plain`): bare when it sets no optional
+    column and the database clock stamps it."""
+    return Path.BARE if not clock_given and is_bare(job) else Path.SINGLE
 
 
 # --- what a job sets ------------------------------------------------------------------
@@ -434,6 +440,7 @@ __all__ = [
     "max_pending_lock_keys",
     "options_of",
     "present_columns",
+    "single_path",
     "untimed",
     "wake_queue",
 ]
