@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from taskq.adapters.psycopg.driver import _readable
+from taskq.adapters.psycopg.checkout import _readable
 
 #: Above select()'s FD_SETSIZE (1024), where select() cannot look.
 HIGH_FD = 2000

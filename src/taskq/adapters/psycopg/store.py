@@ -16,13 +16,8 @@ from typing import TYPE_CHECKING
 from taskq.adapters.postgres.driver import render_store_queries
 from taskq.adapters.postgres.schema import Schema
 from taskq.adapters.postgres.store import BoundEnqueuer, LockBudgets, PooledQueueStore
-from taskq.adapters.psycopg.driver import (
-    Connection,
-    Pool,
-    PsycopgConnectionDriver,
-    PsycopgPoolDriver,
-    caller_connection,
-)
+from taskq.adapters.psycopg.checkout import Connection, Pool, caller_connection
+from taskq.adapters.psycopg.driver import PsycopgConnectionDriver, PsycopgPoolDriver
 from taskq.adapters.psycopg.pool import (
     DEFAULT_PREPARE_THRESHOLD,
     DEFAULT_PREPARED_MAX,

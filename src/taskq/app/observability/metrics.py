@@ -89,10 +89,10 @@ class WorkerMetrics:
         self._otel: OtelMeters | None = None
         self._next_look = 0.0
         self._attempts: dict[tuple[str, str, str], _AttemptMeters] = {}
-        self._claim_duration = self._prom.claim_duration.cell()
-        self._claim_batch = self._prom.claim_batch.cell()
+        self._claim_duration = self._prom.histogram_cells(m.CLAIM_DURATION).cell()
+        self._claim_batch = self._prom.histogram_cells(m.CLAIM_BATCH).cell()
         for detector in DETECTORS:
-            self._prom.watchdog_trips.labels(detector)
+            self._prom.counter(m.WATCHDOG_TRIPS).labels(detector)
         self.look_for_sdk()
 
     def __repr__(self) -> str:
@@ -131,12 +131,12 @@ class WorkerMetrics:
         """Each reason's denial series of each actor with limits, at 0 (actors x 3)."""
         for actor in actors:
             for reason in m.DENIAL_REASONS:
-                self._prom.rate_limit_denials.labels(actor, reason)
+                self._prom.counter(m.RATE_LIMIT_DENIALS).labels(actor, reason)
 
     def prepare_loops(self, loops: Iterable[str]) -> None:
         """The crash series of each of the worker's loops, at 0 (the consumers as one)."""
         for loop in loops:
-            self._prom.sibling_crashes.labels(m.loop_label(loop))
+            self._prom.counter(m.SIBLING_CRASHES).labels(m.loop_label(loop))
 
     # -- the job path ----------------------------------------------------------------------
 
@@ -151,9 +151,9 @@ class WorkerMetrics:
             meters.duration.observe(seconds)
         otel = self._otel
         if otel is not None:
-            otel.attempts.add(1, meters.attributes)
+            otel.counter(m.ATTEMPTS).add(1, meters.attributes)
             if seconds is not None:
-                otel.attempt_duration.record(seconds, meters.duration_attributes)
+                otel.histogram(m.ATTEMPT_DURATION).record(seconds, meters.duration_attributes)
 
     def claimed(self, seconds: float, jobs: int) -> None:
         """A claim round trip took ``seconds`` and returned ``jobs``."""
@@ -165,15 +165,15 @@ class WorkerMetrics:
             otel = self._otel
         if otel is not None:
             attributes = {m.GROUP_ATTRIBUTE: self._group}
-            otel.claim_duration.record(seconds, attributes)
-            otel.claim_batch.record(jobs, attributes)
+            otel.histogram(m.CLAIM_DURATION).record(seconds, attributes)
+            otel.histogram(m.CLAIM_BATCH).record(jobs, attributes)
 
     def _attempt_meters(self, actor: str, queue: str, outcome: str) -> _AttemptMeters:
         prom = self._prom
         group = self._group
         meters = _AttemptMeters(
-            count=prom.attempts.cell(actor, queue, outcome),
-            duration=prom.attempt_duration.cell(actor),
+            count=prom.counter_cells(m.ATTEMPTS).cell(actor, queue, outcome),
+            duration=prom.histogram_cells(m.ATTEMPT_DURATION).cell(actor),
             attributes={
                 m.OTEL_LABELS["actor"]: actor,
                 m.OTEL_LABELS["queue"]: queue,
@@ -188,31 +188,33 @@ class WorkerMetrics:
     # -- the rest: rare events -------------------------------------------------------------
 
     def heartbeat_failed(self) -> None:
-        self._prom.heartbeat_failures.inc()
+        self._prom.counter(m.HEARTBEAT_FAILURES).inc()
         if self._otel is not None:
-            self._otel.heartbeat_failures.add(1, self._otel.attributes())
+            self._otel.counter(m.HEARTBEAT_FAILURES).add(1, self._otel.attributes())
 
     def rate_limit_denied(self, actor: str, reason: str) -> None:
-        self._prom.rate_limit_denials.labels(actor, reason).inc()
+        self._prom.counter(m.RATE_LIMIT_DENIALS).labels(actor, reason).inc()
         if self._otel is not None:
-            self._otel.rate_limit_denials.add(1, self._otel.attributes(actor=actor, reason=reason))
+            self._otel.counter(m.RATE_LIMIT_DENIALS).add(
+                1, self._otel.attributes(actor=actor, reason=reason)
+            )
 
     def watchdog_tripped(self, detector: str) -> None:
         """A trip (from any thread): counted, then the process ends; see :meth:`flush`."""
-        self._prom.watchdog_trips.labels(detector).inc()
+        self._prom.counter(m.WATCHDOG_TRIPS).labels(detector).inc()
         if self._otel is not None:
-            self._otel.watchdog_trips.add(1, self._otel.attributes(detector=detector))
+            self._otel.counter(m.WATCHDOG_TRIPS).add(1, self._otel.attributes(detector=detector))
 
     def sibling_crashed(self, loop: str) -> None:
         label = m.loop_label(loop)
-        self._prom.sibling_crashes.labels(label).inc()
+        self._prom.counter(m.SIBLING_CRASHES).labels(label).inc()
         if self._otel is not None:
-            self._otel.sibling_crashes.add(1, self._otel.attributes(loop=label))
+            self._otel.counter(m.SIBLING_CRASHES).add(1, self._otel.attributes(loop=label))
 
     def shutdown_took(self, seconds: float) -> None:
-        self._prom.shutdown_duration.observe(seconds)
+        self._prom.histogram(m.SHUTDOWN_DURATION).observe(seconds)
         if self._otel is not None:
-            self._otel.shutdown_duration.record(seconds, self._otel.attributes())
+            self._otel.histogram(m.SHUTDOWN_DURATION).record(seconds, self._otel.attributes())
 
     def queue_depths_sampled(self, depths: Sequence[QueueDepth]) -> None:
         """The leader's latest sample: the queue gauges report it until the next one."""

@@ -24,7 +24,6 @@ from opentelemetry.metrics import (
     Observation,
 )
 from opentelemetry.metrics._internal import _ProxyMeterProvider
-from opentelemetry.util.types import Attributes
 
 from taskq.app.observability import metric_names as m
 from taskq.app.observability.readings import Readings
@@ -53,49 +52,37 @@ def _version() -> str | None:
 
 
 class OtelMeters:
-    """The instruments on one meter; the gauges observe :class:`Readings` at collection."""
+    """Every instrument of :data:`~.metric_names.METRICS` on one meter, each found by its
+    row; the gauges observe :class:`Readings` at collection."""
 
-    __slots__ = (
-        "_group",
-        "_readings",
-        "attempt_duration",
-        "attempts",
-        "claim_batch",
-        "claim_duration",
-        "heartbeat_failures",
-        "rate_limit_denials",
-        "shutdown_duration",
-        "sibling_crashes",
-        "watchdog_trips",
-    )
+    __slots__ = ("_counters", "_group", "_histograms", "_readings")
 
     def __init__(self, meter: Meter, readings: Readings, group: str) -> None:
         self._readings = readings
         self._group = group
-        self.attempts = _counter(meter, m.ATTEMPTS)
-        self.attempt_duration = _histogram(meter, m.ATTEMPT_DURATION)
-        self.claim_duration = _histogram(meter, m.CLAIM_DURATION)
-        self.claim_batch = _histogram(meter, m.CLAIM_BATCH)
-        self.heartbeat_failures = _counter(meter, m.HEARTBEAT_FAILURES)
-        self.rate_limit_denials = _counter(meter, m.RATE_LIMIT_DENIALS)
-        self.watchdog_trips = _counter(meter, m.WATCHDOG_TRIPS)
-        self.sibling_crashes = _counter(meter, m.SIBLING_CRASHES)
-        self.shutdown_duration = _histogram(meter, m.SHUTDOWN_DURATION)
-        gauges: dict[m.Metric, Callable[[], Iterable[tuple[float, Attributes]]]] = {
-            m.LOCAL_QUEUE: self._local_queue,
-            m.LOOP_TICK_AGE: self._tick_ages,
-            m.QUEUE_JOBS: self._queue_jobs,
-            m.QUEUE_OLDEST_PENDING_AGE: self._oldest_pending,
-            m.ACTIVE_JOBS: self._active_jobs,
-            m.IS_LEADER: self._is_leader,
-        }
-        for metric, read in gauges.items():
-            meter.create_observable_gauge(
-                metric.otel, [_observing(read)], unit=metric.unit, description=metric.help
-            )
+        self._counters: dict[str, Counter] = {}
+        self._histograms: dict[str, Histogram] = {}
+        for metric in m.METRICS:
+            if metric.kind == "counter":
+                self._counters[metric.name] = _counter(meter, metric)
+            elif metric.kind == "histogram":
+                self._histograms[metric.name] = _histogram(meter, metric)
+            else:
+                meter.create_observable_gauge(
+                    metric.otel,
+                    [self._observing(metric)],
+                    unit=metric.unit,
+                    description=metric.help,
+                )
 
     def __repr__(self) -> str:
         return f"<OtelMeters group={self._group!r}>"
+
+    def counter(self, metric: m.Metric) -> Counter:
+        return self._counters[metric.name]
+
+    def histogram(self, metric: m.Metric) -> Histogram:
+        return self._histograms[metric.name]
 
     def attributes(self, **labels: str) -> dict[str, str]:
         """The attributes of a measurement with ``labels`` (catalogue names), group included."""
@@ -103,35 +90,18 @@ class OtelMeters:
         found[m.GROUP_ATTRIBUTE] = self._group
         return found
 
-    def _local_queue(self) -> Iterable[tuple[float, Attributes]]:
-        view = self._readings.view
-        return [] if view is None else [(view.local_queue_jobs(), self.attributes())]
+    def _observing(self, metric: m.Metric) -> Callable[[CallbackOptions], Iterable[Observation]]:
+        """The callback observing gauge ``metric``'s readings, with its labels' attributes."""
+        names = metric.labels
+        readings = self._readings
 
-    def _active_jobs(self) -> Iterable[tuple[float, Attributes]]:
-        view = self._readings.view
-        return [] if view is None else [(view.active_jobs(), self.attributes())]
+        def callback(_: CallbackOptions) -> Iterable[Observation]:
+            return [
+                Observation(value, self.attributes(**dict(zip(names, labels, strict=True))))
+                for labels, value in readings.gauge(metric)
+            ]
 
-    def _is_leader(self) -> Iterable[tuple[float, Attributes]]:
-        view = self._readings.view
-        return [] if view is None else [(int(view.is_leader()), self.attributes())]
-
-    def _tick_ages(self) -> Iterable[tuple[float, Attributes]]:
-        view = self._readings.view
-        if view is None:
-            return []
-        return [(age, self.attributes(loop=loop)) for loop, age in view.tick_ages().items()]
-
-    def _queue_jobs(self) -> Iterable[tuple[float, Attributes]]:
-        return [
-            (count, self.attributes(queue=queue, status=status))
-            for queue, status, count in self._readings.queue_jobs()
-        ]
-
-    def _oldest_pending(self) -> Iterable[tuple[float, Attributes]]:
-        return [
-            (age, self.attributes(queue=queue))
-            for queue, age in self._readings.oldest_pending_ages()
-        ]
+        return callback
 
 
 def _counter(meter: Meter, metric: m.Metric) -> Counter:
@@ -146,15 +116,6 @@ def _histogram(meter: Meter, metric: m.Metric) -> Histogram:
         description=metric.help,
         explicit_bucket_boundaries_advisory=metric.buckets,
     )
-
-
-def _observing(
-    read: Callable[[], Iterable[tuple[float, Attributes]]],
-) -> Callable[[CallbackOptions], Iterable[Observation]]:
-    def callback(_: CallbackOptions) -> Iterable[Observation]:
-        return [Observation(value, attributes) for value, attributes in read()]
-
-    return callback
 
 
 __all__ = ["OtelMeters", "resolve_meter"]

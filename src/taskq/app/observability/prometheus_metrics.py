@@ -1,10 +1,11 @@
 """The worker's metrics on a Prometheus ``CollectorRegistry`` (what ``/metrics`` renders).
 
-The job path's counters and histograms (attempts, their durations, claims)
-are lock-free cells (``hot_cells``); the rare events' are ``prometheus_client``
-metrics, safe from any thread (a watchdog trip comes from the loop-lag
-thread); the gauges are one collector that reads :class:`Readings` when the
-registry is scraped, so nothing on the job path keeps them up to date.
+Every instrument is made from the table (``metric_names.METRICS``). The job
+path's counters and histograms (its ``hot`` rows) are lock-free cells
+(``hot_cells``); the rare events' are ``prometheus_client`` metrics, safe from
+any thread (a watchdog trip comes from the loop-lag thread); the gauges are one
+collector that reads :class:`Readings` when the registry is scraped, so nothing
+on the job path keeps them up to date.
 
 No family has a ``_created`` series: the cells have none, and the
 ``prometheus_client`` metrics are registered on no registry but rendered
@@ -16,6 +17,7 @@ application may rely on for its own metrics, is never touched.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import Final
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
@@ -28,50 +30,55 @@ from taskq.app.observability.readings import Readings
 
 
 class PrometheusMetrics:
-    """The counters and histograms, registered on ``registry`` with the scrape-time gauges."""
+    """Every counter and histogram of :data:`~.metric_names.METRICS`, registered on
+    ``registry`` with the scrape-time gauges; each found by its row."""
 
-    __slots__ = (
-        "attempt_duration",
-        "attempts",
-        "claim_batch",
-        "claim_duration",
-        "heartbeat_failures",
-        "rate_limit_denials",
-        "shutdown_duration",
-        "sibling_crashes",
-        "watchdog_trips",
-    )
+    __slots__ = ("_cells", "_metrics")
 
     def __init__(self, registry: CollectorRegistry, readings: Readings) -> None:
-        self.attempts = CounterCells(m.ATTEMPTS)
-        self.attempt_duration = HistogramCells(m.ATTEMPT_DURATION)
-        self.claim_duration = HistogramCells(m.CLAIM_DURATION)
-        self.claim_batch = HistogramCells(m.CLAIM_BATCH)
-        registry.register(
-            CellsCollector(
-                (self.attempts, self.attempt_duration, self.claim_duration, self.claim_batch)
-            )
-        )
-        self.heartbeat_failures = _counter(m.HEARTBEAT_FAILURES)
-        self.rate_limit_denials = _counter(m.RATE_LIMIT_DENIALS)
-        self.watchdog_trips = _counter(m.WATCHDOG_TRIPS)
-        self.sibling_crashes = _counter(m.SIBLING_CRASHES)
-        self.shutdown_duration = _histogram(m.SHUTDOWN_DURATION)
-        registry.register(
-            WithoutCreated(
-                (
-                    self.heartbeat_failures,
-                    self.rate_limit_denials,
-                    self.watchdog_trips,
-                    self.sibling_crashes,
-                    self.shutdown_duration,
-                )
-            )
-        )
+        self._cells: dict[str, CounterCells | HistogramCells] = {}
+        self._metrics: dict[str, Counter | Histogram] = {}
+        for metric in m.METRICS:
+            if metric.kind == "counter":
+                if metric.hot:
+                    self._cells[metric.name] = CounterCells(metric)
+                else:
+                    self._metrics[metric.name] = _counter(metric)
+            elif metric.kind == "histogram":
+                if metric.hot:
+                    self._cells[metric.name] = HistogramCells(metric)
+                else:
+                    self._metrics[metric.name] = _histogram(metric)
+        registry.register(CellsCollector(tuple(self._cells.values())))
+        registry.register(WithoutCreated(tuple(self._metrics.values())))
         registry.register(ScrapeGauges(readings))
 
     def __repr__(self) -> str:
         return "<PrometheusMetrics>"
+
+    def counter_cells(self, metric: m.Metric) -> CounterCells:
+        """A hot counter's cells."""
+        found = self._cells[metric.name]
+        assert isinstance(found, CounterCells), metric
+        return found
+
+    def histogram_cells(self, metric: m.Metric) -> HistogramCells:
+        """A hot histogram's cells."""
+        found = self._cells[metric.name]
+        assert isinstance(found, HistogramCells), metric
+        return found
+
+    def counter(self, metric: m.Metric) -> Counter:
+        """A rare event's counter."""
+        found = self._metrics[metric.name]
+        assert isinstance(found, Counter), metric
+        return found
+
+    def histogram(self, metric: m.Metric) -> Histogram:
+        """A rare event's histogram."""
+        found = self._metrics[metric.name]
+        assert isinstance(found, Histogram), metric
+        return found
 
 
 def _counter(metric: m.Metric) -> Counter:
@@ -105,7 +112,8 @@ class WithoutCreated(Collector):
 
 
 class ScrapeGauges(Collector):
-    """The gauges, read from :class:`Readings` at each scrape."""
+    """The gauges of :data:`~.metric_names.METRICS` on ``/metrics``, read from
+    :class:`Readings` at each scrape."""
 
     def __init__(self, readings: Readings) -> None:
         self._readings = readings
@@ -115,31 +123,24 @@ class ScrapeGauges(Collector):
 
     def describe(self) -> Iterator[PromMetric]:
         # Names only (the registry's duplicate check), without reading the worker.
-        yield from self._families()
+        for metric in _GAUGES:
+            yield _family(metric)
 
     def collect(self) -> Iterator[PromMetric]:
         readings = self._readings
-        local, ticks, depths, ages = self._families()
-        view = readings.view
-        if view is not None:
-            local.add_metric([], view.local_queue_jobs())
-            for loop, age in sorted(view.tick_ages().items()):
-                ticks.add_metric([loop], age)
-        for queue, status, count in readings.queue_jobs():  # 0s included: see Readings
-            depths.add_metric([queue, status], count)
-        for queue, age in readings.oldest_pending_ages():
-            ages.add_metric([queue], age)
-        yield local
-        yield ticks
-        yield depths
-        yield ages
+        for metric in _GAUGES:
+            family = _family(metric)
+            for labels, value in readings.gauge(metric):
+                family.add_metric(list(labels), value)
+            yield family
 
-    @staticmethod
-    def _families() -> tuple[GaugeMetricFamily, ...]:
-        return tuple(
-            GaugeMetricFamily(metric.prometheus, metric.help, labels=metric.labels)
-            for metric in (m.LOCAL_QUEUE, m.LOOP_TICK_AGE, m.QUEUE_JOBS, m.QUEUE_OLDEST_PENDING_AGE)
-        )
+
+#: The gauges ``/metrics`` shows from the table (the others are the health server's).
+_GAUGES: Final = tuple(g for g in m.METRICS if g.kind == "gauge" and g.on_metrics)
+
+
+def _family(metric: m.Metric) -> GaugeMetricFamily:
+    return GaugeMetricFamily(metric.prometheus, metric.help, labels=metric.labels)
 
 
 __all__ = ["PrometheusMetrics", "ScrapeGauges", "WithoutCreated"]

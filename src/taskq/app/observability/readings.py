@@ -10,11 +10,11 @@ that empties must read 0, not vanish from under an alert.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Protocol
+from typing import Final, Protocol
 
-from taskq.app.observability.metric_names import ACTIVE_STATUSES
+from taskq.app.observability import metric_names as m
 from taskq.domain.status import JobStatus
 from taskq.ports.store_params import QueueDepth
 
@@ -74,7 +74,7 @@ class Readings:
         rows = [
             (queue, status, counts.pop((queue, status), 0))
             for queue in seen
-            for status in ACTIVE_STATUSES
+            for status in m.ACTIVE_STATUSES
         ]
         # Anything else the sample holds (a status outside the active ones) as it came.
         rows += [(queue, status, count) for (queue, status), count in counts.items()]
@@ -93,5 +93,41 @@ class Readings:
             if d.status is JobStatus.PENDING and d.oldest_due_at is not None
         ]
 
+    def gauge(self, metric: m.Metric) -> list[Sample]:
+        """``metric``'s samples now: ``(label values, value)`` each, labels in the
+        metric's order; what both backends report for a gauge of :data:`~.METRICS`."""
+        return _GAUGES[metric.name](self)
 
-__all__ = ["Readings", "WorkerView"]
+
+#: A gauge's sample: its label values (in the metric's order) and its value.
+Sample = tuple[tuple[str, ...], float]
+
+
+def _viewed(read: Callable[[WorkerView], list[Sample]]) -> Callable[[Readings], list[Sample]]:
+    """A gauge of the worker's own state: no sample until the worker runs."""
+
+    def gauge(readings: Readings) -> list[Sample]:
+        view = readings.view
+        return [] if view is None else read(view)
+
+    return gauge
+
+
+#: How each gauge of the table is read; a test pins one reader per gauge.
+_GAUGES: Final[dict[str, Callable[[Readings], list[Sample]]]] = {
+    m.LOCAL_QUEUE.name: _viewed(lambda view: [((), view.local_queue_jobs())]),
+    m.ACTIVE_JOBS.name: _viewed(lambda view: [((), view.active_jobs())]),
+    m.IS_LEADER.name: _viewed(lambda view: [((), int(view.is_leader()))]),
+    m.LOOP_TICK_AGE.name: _viewed(
+        lambda view: [((loop,), age) for loop, age in sorted(view.tick_ages().items())]
+    ),
+    m.QUEUE_JOBS.name: lambda readings: [
+        ((queue, status), count) for queue, status, count in readings.queue_jobs()
+    ],
+    m.QUEUE_OLDEST_PENDING_AGE.name: lambda readings: [
+        ((queue,), age) for queue, age in readings.oldest_pending_ages()
+    ],
+}
+
+
+__all__ = ["Readings", "Sample", "WorkerView"]

@@ -8,7 +8,8 @@ and the pool factory for :class:`PooledQueueStore`.
 """
 
 from taskq.adapters.postgres.store.base import LockBudgets
-from taskq.adapters.postgres.store.enqueue import BoundEnqueuer, Enqueuer
+from taskq.adapters.postgres.store.bound_enqueue import BoundEnqueuer
+from taskq.adapters.postgres.store.enqueue import Enqueuer
 from taskq.adapters.postgres.store.pooled import PooledQueueStore
 from taskq.adapters.postgres.store.queue_store import POSTGRES_CAPABILITIES, PostgresQueueStore
 

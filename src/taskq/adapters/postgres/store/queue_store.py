@@ -11,10 +11,11 @@ from taskq.adapters.postgres.driver import Driver
 from taskq.adapters.postgres.schema import Schema
 from taskq.adapters.postgres.store.actor_config import ActorConfigOps
 from taskq.adapters.postgres.store.base import LockBudgets, call_timeout_of
+from taskq.adapters.postgres.store.bound_enqueue import BoundEnqueuer
 from taskq.adapters.postgres.store.cancel import CancelOps
 from taskq.adapters.postgres.store.claim import ClaimOps
 from taskq.adapters.postgres.store.connection_locks import connection_lock
-from taskq.adapters.postgres.store.enqueue import BoundEnqueuer, Enqueuer
+from taskq.adapters.postgres.store.enqueue import Enqueuer
 from taskq.adapters.postgres.store.finish import FinishOps
 from taskq.adapters.postgres.store.job_admin import JobAdminOps
 from taskq.adapters.postgres.store.maintenance import MaintenanceOps
