@@ -7,7 +7,8 @@ The convention every guide follows (docs/contract-suite.md's neighbours included
   what an earlier one defined.
 - A block whose first line is a comment naming a file (``# myapp/actors.py``) is that
   file: it is written there in the page's working directory, which is on ``sys.path``,
-  and runs when a block imports it (or at the end, if none does).
+  and runs when a block imports it (or at the end, if none does). A later block naming
+  the same file continues it.
 - A block right after the line ``<!-- sample: fragment -->`` is a piece of a larger
   program (a signature, alternatives side by side): it is only compiled. Keep these few.
 - Shell blocks (``sh``, ``console``) are not run; the ``taskq`` commands in them must
@@ -69,6 +70,18 @@ def blocks(page: Path) -> list[Block]:
 
 def python_blocks(page: Path) -> list[Block]:
     return [block for block in blocks(page) if block.lang == "python"]
+
+
+def inline_taskq_commands(page: Path) -> list[tuple[str, str]]:
+    """Each inline code span of the page's prose that is a ``taskq`` command, with its
+    place (``page:line``)."""
+    text = page.read_text(encoding="utf-8")
+    prose = _FENCE.sub(lambda m: "\n" * m.group(0).count("\n"), text)
+    found = []
+    for match in re.finditer(r"`((?:\S+/)?taskq [^`]+)`", prose):
+        line = text.count("\n", 0, match.start()) + 1
+        found.append((f"{page.relative_to(REPO)}:{line}", match.group(1)))
+    return found
 
 
 def shell_lines(page: Path) -> list[tuple[Block, str]]:
