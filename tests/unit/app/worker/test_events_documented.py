@@ -1,4 +1,4 @@
-"""Every event the worker logs is in the events table of docs/running-workers.md.
+"""Every event the worker logs is in the events table of docs/worker-reference.md.
 
 An operator alerts and searches on event names: one the docs do not list is
 one nobody knows to look for.
@@ -11,7 +11,7 @@ from pathlib import Path
 
 from taskq.app.worker import events
 
-DOC = Path(__file__).resolve().parents[4] / "docs" / "running-workers.md"
+DOC = Path(__file__).resolve().parents[4] / "docs" / "worker-reference.md"
 
 
 def _event_names() -> set[str]:
