@@ -8,6 +8,7 @@ measurement sees another's rows, dead tuples or statistics.
 from __future__ import annotations
 
 import os
+import resource
 import secrets
 import time
 from collections.abc import AsyncIterator, Sequence
@@ -65,6 +66,12 @@ async def plain_schema(dsn: str, label: str) -> AsyncIterator[str]:
         yield name
     finally:
         await drop_schema(dsn, name)
+
+
+def children_cpu() -> float:
+    """User + system CPU seconds of this process's waited-for children so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 class Stopwatch:

@@ -26,16 +26,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import resource
 import statistics
 import sys
 import timeit
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
-import asyncpg
 import taskq_runs
-from bench_support import Stopwatch, db_span, resolve_dsn, taskq_schema
+from bench_support import resolve_dsn
 from opentelemetry import trace
 
 from taskq.app.observability.tracing import Tracing
@@ -121,37 +119,18 @@ def hooks() -> dict[str, float]:
     return results
 
 
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
 async def _drain_once(dsn: str, driver: str, n: int, mode: str) -> tuple[float, float]:
     """One drain of ``n`` jobs in ``mode``: jobs/s from the database's timestamps, and the
     worker's CPU microseconds per job."""
-    async with taskq_schema(dsn, f"trace_{mode.replace(' ', '_')}") as schema:
-        await taskq_runs.fill(dsn, schema, n)
-        conn = await asyncpg.connect(dsn)
-        try:
-            await conn.execute(f'ANALYZE "{schema}".jobs')
-            env = taskq_runs.worker_env(dsn, schema, driver)
-            env["TASKQ_OTEL_ENABLED"] = "false" if mode == "off" else "true"
-            command = taskq_runs.worker_command(16, until_idle=True)
-            if mode == "sdk":
-                command[command.index("noop_actors:registry")] = TRACED_ACTORS
-            cpu_before = _children_cpu()
-            with Stopwatch():
-                proc = await taskq_runs._spawn(env, command)
-                code = await asyncio.wait_for(proc.wait(), taskq_runs.WORKER_TIMEOUT)
-            cpu = _children_cpu() - cpu_before
-            if code != 0:
-                raise SystemExit(f"the {mode} worker exited {code}")
-            span = await db_span(conn, f'"{schema}".jobs', "succeeded")
-        finally:
-            await conn.close()
-    if span.done != n:
-        raise SystemExit(f"{mode}: {span.done} of {n} jobs done")
-    return span.rate, cpu / n * 1e6
+    result = await taskq_runs.checked_drain(
+        dsn,
+        driver,
+        n,
+        name=mode,
+        env={"TASKQ_OTEL_ENABLED": "false" if mode == "off" else "true"},
+        actors=TRACED_ACTORS if mode == "sdk" else taskq_runs.NOOP_ACTORS,
+    )
+    return result.span.rate, result.cpu_seconds / n * 1e6
 
 
 async def drain_ab(
