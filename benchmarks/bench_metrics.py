@@ -24,7 +24,6 @@ Server: TASKQ_PG_DSN, else TASKQ_TEST_DSN, else postgresql://postgres@127.0.0.1:
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import statistics
 import sys
@@ -32,7 +31,7 @@ import timeit
 
 import baseline
 import taskq_runs
-from bench_support import resolve_dsn
+from bench_support import ArmRuns, alternate_arms, arm_medians, drain_ab_arguments, resolve_dsn
 
 from taskq.app.observability.metrics import WorkerMetrics, new_metrics_registry
 
@@ -93,32 +92,22 @@ async def _drain_once(dsn: str, driver: str, n: int, arm: str) -> tuple[float, f
     return result.span.rate, result.cpu_seconds / n * 1e6
 
 
-async def drain_ab(
-    dsn: str, driver: str, n: int, rounds: int
-) -> tuple[list[float], dict[str, list[tuple[float, float]]]]:
+async def drain_ab(dsn: str, driver: str, n: int, rounds: int) -> tuple[list[float], ArmRuns]:
     raw: list[float] = []
-    runs: dict[str, list[tuple[float, float]]] = {"off": [], "on": [], "sdk": []}
-    for round_no in range(rounds):
+
+    async def raw_drain() -> None:
         raw.append(await baseline.fresh_drain_rate(dsn, n, label="raw_metrics"))
-        print(f"round {round_no + 1}: raw: {raw[-1]:,.0f} rows/s", file=sys.stderr)
-        order = list(runs) if round_no % 2 == 0 else list(reversed(runs))
-        for arm in order:
-            rate, cpu = await _drain_once(dsn, driver, n, arm)
-            runs[arm].append((rate, cpu))
-            print(
-                f"round {round_no + 1}: {arm}: {rate:,.0f} jobs/s, {cpu:.1f} µs CPU/job",
-                file=sys.stderr,
-            )
+        print(f"round {len(raw)}: raw: {raw[-1]:,.0f} rows/s", file=sys.stderr)
+
+    async def drain(arm: str) -> tuple[float, float]:
+        return await _drain_once(dsn, driver, n, arm)
+
+    runs = await alternate_arms(list(ACTORS), rounds, drain, before_round=raw_drain)
     return raw, runs
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--drain", action="store_true")
-    parser.add_argument("--jobs", type=int, default=20_000)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--driver", default="asyncpg", choices=("asyncpg", "psycopg"))
-    args = parser.parse_args()
+    args = drain_ab_arguments(__doc__)
 
     per_call = calls()
     empty = per_call.pop("empty")
@@ -129,8 +118,7 @@ def main() -> None:
     if args.drain:
         raw, runs = asyncio.run(drain_ab(resolve_dsn(), args.driver, args.jobs, args.rounds))
         raw_rate = statistics.median(raw)
-        rate_of = {arm: statistics.median(r for r, _ in values) for arm, values in runs.items()}
-        cpu_of = {arm: statistics.median(c for _, c in values) for arm, values in runs.items()}
+        rate_of, cpu_of = arm_medians(runs)
         print(f"drain, {args.driver}, {args.jobs:,} no-op jobs, C=16, median of {args.rounds}:")
         print(f"  {'raw SQL':15} {raw_rate:9,.0f} rows/s ({', '.join(f'{r:,.0f}' for r in raw)})")
         for arm in runs:
