@@ -21,7 +21,7 @@ import json
 from dataclasses import dataclass
 
 import asyncpg
-from bench_support import DbSpan, Stopwatch, db_span
+from bench_support import DbSpan, Stopwatch, db_span, plain_schema
 
 TABLE_DDL = """
 CREATE TABLE {table} (
@@ -115,3 +115,20 @@ async def drain(dsn: str, table: str, *, loops: int, batch: int) -> DrainResult:
     finally:
         await pool.close()
     return DrainResult(span, sw.seconds, loops, batch)
+
+
+async def fresh_drain_rate(dsn: str, n: int, *, label: str) -> float:
+    """Rows/s of ``n`` rows COPYed into a fresh schema, ANALYZEd, then drained by 16 loops
+    of 100; the run stops (``SystemExit``) when rows are left undone."""
+    async with plain_schema(dsn, label) as schema:
+        conn = await asyncpg.connect(dsn)
+        try:
+            table = await create_table(conn, schema)
+            await copy_rows(conn, table, n)
+            await conn.execute(f"ANALYZE {table}")
+        finally:
+            await conn.close()
+        drained = await drain(dsn, table, loops=16, batch=100)
+    if drained.span.done != n:
+        raise SystemExit(f"raw drain finished {drained.span.done} of {n} rows")
+    return drained.span.rate

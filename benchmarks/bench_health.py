@@ -38,7 +38,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import resource
 import shutil
 import statistics
 import sys
@@ -46,10 +45,9 @@ import tempfile
 from dataclasses import dataclass
 from typing import Final
 
-import asyncpg
 import baseline
 import taskq_runs
-from bench_support import db_span, plain_schema, resolve_dsn, taskq_schema
+from bench_support import resolve_dsn, taskq_schema
 
 from taskq.app.cli.health_probe import get
 
@@ -74,11 +72,6 @@ class Drain:
     scrapes: Scrapes | None = None
 
 
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
 async def _scrape(socket_path: str, every: float, scrapes: Scrapes) -> None:
     """GET /ready then /metrics every ``every`` seconds until cancelled."""
     while True:
@@ -94,21 +87,21 @@ async def _scrape(socket_path: str, every: float, scrapes: Scrapes) -> None:
                 scrapes.not_ready += 1
 
 
+def _health_env(health: bool, socket_path: str) -> dict[str, str]:
+    return {
+        "TASKQ_HEALTH_ENABLED": "true" if health else "false",
+        "TASKQ_HEALTH_SOCKET_PATH": socket_path,
+    }
+
+
 async def startup_cpu(dsn: str, driver: str, *, health: bool) -> float:
     """CPU seconds of a worker that starts, finds nothing to do and stops (until-idle):
     the fixed cost in each drain's CPU, which the per-job figure should not carry."""
     socket_dir = tempfile.mkdtemp(prefix="tqb", dir="/tmp")
     try:
-        async with taskq_schema(dsn, "health_idle") as schema:
-            env = taskq_runs.worker_env(dsn, schema, driver)
-            env["TASKQ_HEALTH_ENABLED"] = "true" if health else "false"
-            env["TASKQ_HEALTH_SOCKET_PATH"] = os.path.join(socket_dir, "w.sock")
-            before = _children_cpu()
-            proc = await taskq_runs._spawn(env, taskq_runs.worker_command(16, until_idle=True))
-            code = await asyncio.wait_for(proc.wait(), taskq_runs.WORKER_TIMEOUT)
-            if code != 0:
-                raise SystemExit(f"the idle worker exited {code}")
-            return _children_cpu() - before
+        env = _health_env(health, os.path.join(socket_dir, "w.sock"))
+        idle = await taskq_runs.checked_drain(dsn, driver, 0, name="health idle", env=env)
+        return idle.cpu_seconds
     finally:
         shutil.rmtree(socket_dir, ignore_errors=True)
 
@@ -118,62 +111,32 @@ async def drain_taskq(dsn: str, driver: str, n: int, *, health: bool, every: flo
     fixed = await startup_cpu(dsn, driver, health=health)
     socket_dir = tempfile.mkdtemp(prefix="tqb", dir="/tmp")
     socket_path = os.path.join(socket_dir, "w.sock")
+    scrapes = Scrapes() if health else None
+
+    async def scrape() -> None:
+        assert scrapes is not None
+        await _scrape(socket_path, every, scrapes)
+
     try:
-        async with taskq_schema(dsn, f"health_{mode}") as schema:
-            await taskq_runs.fill(dsn, schema, n)
-            conn = await asyncpg.connect(dsn)
-            try:
-                await conn.execute(f'ANALYZE "{schema}".jobs')
-                env = taskq_runs.worker_env(dsn, schema, driver)
-                env["TASKQ_HEALTH_ENABLED"] = "true" if health else "false"
-                env["TASKQ_HEALTH_SOCKET_PATH"] = socket_path
-                scrapes = Scrapes() if health else None
-                cpu_before = _children_cpu()
-                proc = await taskq_runs._spawn(env, taskq_runs.worker_command(16, until_idle=True))
-                scraper = (
-                    asyncio.create_task(_scrape(socket_path, every, scrapes))
-                    if scrapes is not None
-                    else None
-                )
-                try:
-                    code = await asyncio.wait_for(proc.wait(), taskq_runs.WORKER_TIMEOUT)
-                finally:
-                    if scraper is not None:
-                        scraper.cancel()
-                        await asyncio.gather(scraper, return_exceptions=True)
-                cpu = _children_cpu() - cpu_before
-                if code != 0:
-                    raise SystemExit(f"the health-{mode} worker exited {code}")
-                span = await db_span(conn, f'"{schema}".jobs', "succeeded")
-            finally:
-                await conn.close()
+        result = await taskq_runs.checked_drain(
+            dsn,
+            driver,
+            n,
+            name=f"health {mode}",
+            env=_health_env(health, socket_path),
+            alongside=scrape if scrapes is not None else None,
+        )
     finally:
         shutil.rmtree(socket_dir, ignore_errors=True)
-    if span.done != n:
-        raise SystemExit(f"health {mode}: {span.done} of {n} jobs done")
-    return Drain(span.rate, cpu / n * 1e6, (cpu - fixed) / n * 1e6, scrapes)
-
-
-async def drain_raw(dsn: str, n: int) -> float:
-    async with plain_schema(dsn, "health_raw") as schema:
-        conn = await asyncpg.connect(dsn)
-        try:
-            table = await baseline.create_table(conn, schema)
-            await baseline.copy_rows(conn, table, n)
-            await conn.execute(f"ANALYZE {table}")
-        finally:
-            await conn.close()
-        drained = await baseline.drain(dsn, table, loops=16, batch=100)
-    if drained.span.done != n:
-        raise SystemExit(f"raw drain finished {drained.span.done} of {n} rows")
-    return drained.span.rate
+    cpu = result.cpu_seconds
+    return Drain(result.span.rate, cpu / n * 1e6, (cpu - fixed) / n * 1e6, scrapes)
 
 
 async def run(dsn: str, driver: str, n: int, rounds: int, every: float) -> None:
     raw: list[float] = []
     runs: dict[str, list[Drain]] = {"off": [], "on": []}
     for round_no in range(rounds):
-        raw.append(await drain_raw(dsn, n))
+        raw.append(await baseline.fresh_drain_rate(dsn, n, label="health_raw"))
         order = ("off", "on") if round_no % 2 == 0 else ("on", "off")
         for mode in order:
             result = await drain_taskq(dsn, driver, n, health=mode == "on", every=every)

@@ -24,17 +24,14 @@ Server: TASKQ_PG_DSN, else TASKQ_TEST_DSN, else postgresql://postgres@127.0.0.1:
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import resource
 import statistics
 import sys
 import timeit
 
-import asyncpg
 import baseline
 import taskq_runs
-from bench_support import Stopwatch, db_span, plain_schema, resolve_dsn, taskq_schema
+from bench_support import ArmRuns, alternate_arms, arm_medians, drain_ab_arguments, resolve_dsn
 
 from taskq.app.observability.metrics import WorkerMetrics, new_metrics_registry
 
@@ -81,79 +78,36 @@ def calls() -> dict[str, float]:
     return results
 
 
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
 async def _drain_once(dsn: str, driver: str, n: int, arm: str) -> tuple[float, float]:
     """One drain of ``n`` jobs in ``arm``: jobs/s from the database's timestamps, and the
     worker's CPU microseconds per job."""
-    async with taskq_schema(dsn, f"metrics_{arm}") as schema:
-        await taskq_runs.fill(dsn, schema, n)
-        conn = await asyncpg.connect(dsn)
-        try:
-            await conn.execute(f'ANALYZE "{schema}".jobs')
-            env = taskq_runs.worker_env(dsn, schema, driver)
-            env["TASKQ_OTEL_ENABLED"] = "false" if arm == "off" else "true"
-            command = taskq_runs.worker_command(16, until_idle=True)
-            command[command.index("noop_actors:registry")] = ACTORS[arm]
-            cpu_before = _children_cpu()
-            with Stopwatch():
-                proc = await taskq_runs._spawn(env, command)
-                code = await asyncio.wait_for(proc.wait(), taskq_runs.WORKER_TIMEOUT)
-            cpu = _children_cpu() - cpu_before
-            if code != 0:
-                raise SystemExit(f"the {arm} worker exited {code}")
-            span = await db_span(conn, f'"{schema}".jobs', "succeeded")
-        finally:
-            await conn.close()
-    if span.done != n:
-        raise SystemExit(f"{arm}: {span.done} of {n} jobs done")
-    return span.rate, cpu / n * 1e6
+    result = await taskq_runs.checked_drain(
+        dsn,
+        driver,
+        n,
+        name=arm,
+        env={"TASKQ_OTEL_ENABLED": "false" if arm == "off" else "true"},
+        actors=ACTORS[arm],
+    )
+    return result.span.rate, result.cpu_seconds / n * 1e6
 
 
-async def _raw_once(dsn: str, n: int) -> float:
-    async with plain_schema(dsn, "raw_metrics") as schema:
-        conn = await asyncpg.connect(dsn)
-        try:
-            table = await baseline.create_table(conn, schema)
-            await baseline.copy_rows(conn, table, n)
-            await conn.execute(f"ANALYZE {table}")
-        finally:
-            await conn.close()
-        drained = await baseline.drain(dsn, table, loops=16, batch=100)
-    if drained.span.done != n:
-        raise SystemExit(f"raw: {drained.span.done} of {n} rows done")
-    return drained.span.rate
-
-
-async def drain_ab(
-    dsn: str, driver: str, n: int, rounds: int
-) -> tuple[list[float], dict[str, list[tuple[float, float]]]]:
+async def drain_ab(dsn: str, driver: str, n: int, rounds: int) -> tuple[list[float], ArmRuns]:
     raw: list[float] = []
-    runs: dict[str, list[tuple[float, float]]] = {"off": [], "on": [], "sdk": []}
-    for round_no in range(rounds):
-        raw.append(await _raw_once(dsn, n))
-        print(f"round {round_no + 1}: raw: {raw[-1]:,.0f} rows/s", file=sys.stderr)
-        order = list(runs) if round_no % 2 == 0 else list(reversed(runs))
-        for arm in order:
-            rate, cpu = await _drain_once(dsn, driver, n, arm)
-            runs[arm].append((rate, cpu))
-            print(
-                f"round {round_no + 1}: {arm}: {rate:,.0f} jobs/s, {cpu:.1f} µs CPU/job",
-                file=sys.stderr,
-            )
+
+    async def raw_drain() -> None:
+        raw.append(await baseline.fresh_drain_rate(dsn, n, label="raw_metrics"))
+        print(f"round {len(raw)}: raw: {raw[-1]:,.0f} rows/s", file=sys.stderr)
+
+    async def drain(arm: str) -> tuple[float, float]:
+        return await _drain_once(dsn, driver, n, arm)
+
+    runs = await alternate_arms(list(ACTORS), rounds, drain, before_round=raw_drain)
     return raw, runs
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--drain", action="store_true")
-    parser.add_argument("--jobs", type=int, default=20_000)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--driver", default="asyncpg", choices=("asyncpg", "psycopg"))
-    args = parser.parse_args()
+    args = drain_ab_arguments(__doc__)
 
     per_call = calls()
     empty = per_call.pop("empty")
@@ -164,8 +118,7 @@ def main() -> None:
     if args.drain:
         raw, runs = asyncio.run(drain_ab(resolve_dsn(), args.driver, args.jobs, args.rounds))
         raw_rate = statistics.median(raw)
-        rate_of = {arm: statistics.median(r for r, _ in values) for arm, values in runs.items()}
-        cpu_of = {arm: statistics.median(c for _, c in values) for arm, values in runs.items()}
+        rate_of, cpu_of = arm_medians(runs)
         print(f"drain, {args.driver}, {args.jobs:,} no-op jobs, C=16, median of {args.rounds}:")
         print(f"  {'raw SQL':15} {raw_rate:9,.0f} rows/s ({', '.join(f'{r:,.0f}' for r in raw)})")
         for arm in runs:

@@ -7,10 +7,14 @@ measurement sees another's rows, dead tuples or statistics.
 
 from __future__ import annotations
 
+import argparse
 import os
+import resource
 import secrets
+import statistics
+import sys
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -65,6 +69,55 @@ async def plain_schema(dsn: str, label: str) -> AsyncIterator[str]:
         yield name
     finally:
         await drop_schema(dsn, name)
+
+
+#: Each arm of a drain A/B and its rounds: (jobs/s, the worker's CPU µs per job) each.
+ArmRuns = dict[str, list[tuple[float, float]]]
+
+
+def drain_ab_arguments(doc: str) -> argparse.Namespace:
+    """The options of a script that times calls and, with ``--drain``, runs a drain A/B."""
+    parser = argparse.ArgumentParser(description=doc.split("\n")[0])
+    parser.add_argument("--drain", action="store_true")
+    parser.add_argument("--jobs", type=int, default=20_000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--driver", default="asyncpg", choices=("asyncpg", "psycopg"))
+    return parser.parse_args()
+
+
+async def alternate_arms(
+    arms: Sequence[str],
+    rounds: int,
+    drain: Callable[[str], Awaitable[tuple[float, float]]],
+    before_round: Callable[[], Awaitable[None]] | None = None,
+) -> ArmRuns:
+    """``rounds`` rounds of one ``drain`` per arm, in turn forwards and backwards so no arm
+    always runs first; each drain's figures go to stderr as it ends."""
+    runs: ArmRuns = {arm: [] for arm in arms}
+    for round_no in range(rounds):
+        if before_round is not None:
+            await before_round()
+        for arm in arms if round_no % 2 == 0 else list(reversed(arms)):
+            rate, cpu = await drain(arm)
+            runs[arm].append((rate, cpu))
+            print(
+                f"round {round_no + 1}: {arm}: {rate:,.0f} jobs/s, {cpu:.1f} µs CPU/job",
+                file=sys.stderr,
+            )
+    return runs
+
+
+def arm_medians(runs: ArmRuns) -> tuple[dict[str, float], dict[str, float]]:
+    """Each arm's median jobs/s and median CPU µs per job."""
+    rate_of = {arm: statistics.median(r for r, _ in values) for arm, values in runs.items()}
+    cpu_of = {arm: statistics.median(c for _, c in values) for arm, values in runs.items()}
+    return rate_of, cpu_of
+
+
+def children_cpu() -> float:
+    """User + system CPU seconds of this process's waited-for children so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 class Stopwatch:

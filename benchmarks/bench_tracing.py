@@ -24,18 +24,14 @@ Server: TASKQ_PG_DSN, else TASKQ_TEST_DSN, else postgresql://postgres@127.0.0.1:
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import resource
-import statistics
 import sys
 import timeit
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
-import asyncpg
 import taskq_runs
-from bench_support import Stopwatch, db_span, resolve_dsn, taskq_schema
+from bench_support import ArmRuns, alternate_arms, arm_medians, drain_ab_arguments, resolve_dsn
 from opentelemetry import trace
 
 from taskq.app.observability.tracing import Tracing
@@ -121,64 +117,29 @@ def hooks() -> dict[str, float]:
     return results
 
 
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
 async def _drain_once(dsn: str, driver: str, n: int, mode: str) -> tuple[float, float]:
     """One drain of ``n`` jobs in ``mode``: jobs/s from the database's timestamps, and the
     worker's CPU microseconds per job."""
-    async with taskq_schema(dsn, f"trace_{mode.replace(' ', '_')}") as schema:
-        await taskq_runs.fill(dsn, schema, n)
-        conn = await asyncpg.connect(dsn)
-        try:
-            await conn.execute(f'ANALYZE "{schema}".jobs')
-            env = taskq_runs.worker_env(dsn, schema, driver)
-            env["TASKQ_OTEL_ENABLED"] = "false" if mode == "off" else "true"
-            command = taskq_runs.worker_command(16, until_idle=True)
-            if mode == "sdk":
-                command[command.index("noop_actors:registry")] = TRACED_ACTORS
-            cpu_before = _children_cpu()
-            with Stopwatch():
-                proc = await taskq_runs._spawn(env, command)
-                code = await asyncio.wait_for(proc.wait(), taskq_runs.WORKER_TIMEOUT)
-            cpu = _children_cpu() - cpu_before
-            if code != 0:
-                raise SystemExit(f"the {mode} worker exited {code}")
-            span = await db_span(conn, f'"{schema}".jobs', "succeeded")
-        finally:
-            await conn.close()
-    if span.done != n:
-        raise SystemExit(f"{mode}: {span.done} of {n} jobs done")
-    return span.rate, cpu / n * 1e6
+    result = await taskq_runs.checked_drain(
+        dsn,
+        driver,
+        n,
+        name=mode,
+        env={"TASKQ_OTEL_ENABLED": "false" if mode == "off" else "true"},
+        actors=TRACED_ACTORS if mode == "sdk" else taskq_runs.NOOP_ACTORS,
+    )
+    return result.span.rate, result.cpu_seconds / n * 1e6
 
 
-async def drain_ab(
-    dsn: str, driver: str, n: int, rounds: int
-) -> dict[str, list[tuple[float, float]]]:
-    runs: dict[str, list[tuple[float, float]]] = {"off": [], "on, no SDK": [], "sdk": []}
-    for round_no in range(rounds):
-        order = list(runs) if round_no % 2 == 0 else list(reversed(runs))
-        for mode in order:
-            rate, cpu = await _drain_once(
-                dsn, driver, n, "no_sdk" if mode == "on, no SDK" else mode
-            )
-            runs[mode].append((rate, cpu))
-            print(
-                f"round {round_no + 1}: {mode}: {rate:,.0f} jobs/s, {cpu:.1f} µs CPU/job",
-                file=sys.stderr,
-            )
-    return runs
+async def drain_ab(dsn: str, driver: str, n: int, rounds: int) -> ArmRuns:
+    async def drain(mode: str) -> tuple[float, float]:
+        return await _drain_once(dsn, driver, n, "no_sdk" if mode == "on, no SDK" else mode)
+
+    return await alternate_arms(["off", "on, no SDK", "sdk"], rounds, drain)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--drain", action="store_true")
-    parser.add_argument("--jobs", type=int, default=20_000)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--driver", default="asyncpg", choices=("asyncpg", "psycopg"))
-    args = parser.parse_args()
+    args = drain_ab_arguments(__doc__)
 
     per_job = hooks()
     empty = per_job.pop("empty")
@@ -188,8 +149,7 @@ def main() -> None:
 
     if args.drain:
         runs = asyncio.run(drain_ab(resolve_dsn(), args.driver, args.jobs, args.rounds))
-        rate_of = {mode: statistics.median(r for r, _ in values) for mode, values in runs.items()}
-        cpu_of = {mode: statistics.median(c for _, c in values) for mode, values in runs.items()}
+        rate_of, cpu_of = arm_medians(runs)
         print(f"drain, {args.driver}, {args.jobs:,} no-op jobs, C=16, median of {args.rounds}:")
         for mode in runs:
             label = "on, SDK (info)" if mode == "sdk" else mode

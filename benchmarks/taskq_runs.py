@@ -21,7 +21,15 @@ from typing import Final
 import asyncpg
 import baseline
 import noop_actors
-from bench_support import DbSpan, Stopwatch, db_span, percentile, plain_schema, taskq_schema
+from bench_support import (
+    DbSpan,
+    Stopwatch,
+    children_cpu,
+    db_span,
+    percentile,
+    plain_schema,
+    taskq_schema,
+)
 
 from taskq import JobsClient
 from taskq.adapters.postgres.schema import Schema
@@ -32,6 +40,8 @@ HERE: Final = Path(__file__).resolve().parent
 ENQUEUE_BATCH: Final = 10_000
 #: Longest a worker may take to start, drain, or stop before the run is declared failed.
 WORKER_TIMEOUT: Final = 600.0
+#: The actors module every worker loads unless a run names another.
+NOOP_ACTORS: Final = "noop_actors:registry"
 #: Most warm-up jobs a latency run sends before giving up on a working NOTIFY path.
 WARM_UP_MAX: Final = 100
 _JOBS_SEQ_SCAN: Final = re.compile(r"Seq Scan on jobs\b")
@@ -43,6 +53,8 @@ class DrainResult:
     span: DbSpan
     wall_seconds: float
     exit_code: int
+    #: User + system CPU seconds of the worker process, start-up and shutdown included.
+    cpu_seconds: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,14 +110,14 @@ def worker_env(dsn: str, schema: str, driver: str) -> dict[str, str]:
     }
 
 
-def worker_command(concurrency: int, *, until_idle: bool) -> list[str]:
+def worker_command(concurrency: int, *, until_idle: bool, actors: str = NOOP_ACTORS) -> list[str]:
     """``taskq worker`` as installed beside this interpreter (else ``python -m``)."""
     script = Path(sys.executable).parent / "taskq"
     base = [str(script)] if script.exists() else [sys.executable, "-m", "taskq.app.cli"]
     args = [
         "worker",
         "--actors",
-        "noop_actors:registry",
+        actors,
         "--max-concurrency",
         str(concurrency),
     ]
@@ -297,24 +309,69 @@ async def fill(dsn: str, schema: str, n: int) -> None:
             await client.enqueue_many(noop_actors.noop, _payloads(start, count))
 
 
-async def run_drain(dsn: str, schema: str, driver: str, n: int, concurrency: int) -> DrainResult:
-    """Fill ``schema`` with ``n`` jobs, then drain them with one ``taskq worker --until-idle``."""
+async def run_drain(
+    dsn: str,
+    schema: str,
+    driver: str,
+    n: int,
+    concurrency: int,
+    *,
+    env: Mapping[str, str] | None = None,
+    actors: str = NOOP_ACTORS,
+    alongside: Callable[[], Awaitable[None]] | None = None,
+) -> DrainResult:
+    """Fill ``schema`` with ``n`` jobs, then drain them with one ``taskq worker --until-idle``.
+
+    ``env`` is laid over ``worker_env``'s variables; ``alongside`` runs as a task while
+    the worker does and is cancelled when it exits.
+    """
     await fill(dsn, schema, n)
     conn = await asyncpg.connect(dsn)
     try:
         await conn.execute(f'ANALYZE "{schema}".jobs')
-        env = worker_env(dsn, schema, driver)
+        worker = {**worker_env(dsn, schema, driver), **(env or {})}
+        cpu_before = children_cpu()
         with Stopwatch() as sw:
-            proc = await _spawn(env, worker_command(concurrency, until_idle=True))
+            proc = await _spawn(worker, worker_command(concurrency, until_idle=True, actors=actors))
+            beside = asyncio.create_task(alongside()) if alongside is not None else None
             try:
                 code = await asyncio.wait_for(proc.wait(), WORKER_TIMEOUT)
             except BaseException:
                 await _stop(proc)
                 raise
+            finally:
+                if beside is not None:
+                    beside.cancel()
+                    await asyncio.gather(beside, return_exceptions=True)
+        cpu = children_cpu() - cpu_before
         span = await db_span(conn, f'"{schema}".jobs', "succeeded")
     finally:
         await conn.close()
-    return DrainResult(driver, span, sw.seconds, code)
+    return DrainResult(driver, span, sw.seconds, code, cpu)
+
+
+async def checked_drain(
+    dsn: str,
+    driver: str,
+    n: int,
+    *,
+    name: str,
+    env: Mapping[str, str],
+    actors: str = NOOP_ACTORS,
+    alongside: Callable[[], Awaitable[None]] | None = None,
+) -> DrainResult:
+    """One arm of a drain A/B: ``run_drain`` at C=16 in a fresh schema; the run stops
+    (``SystemExit``) when the worker fails or leaves jobs undone, since its numbers
+    would mean nothing."""
+    async with taskq_schema(dsn, re.sub(r"\W+", "_", name)) as schema:
+        result = await run_drain(
+            dsn, schema, driver, n, 16, env=env, actors=actors, alongside=alongside
+        )
+    if result.exit_code != 0:
+        raise SystemExit(f"the {name} worker exited {result.exit_code}")
+    if result.span.done != n:
+        raise SystemExit(f"{name}: {result.span.done} of {n} jobs done")
+    return result
 
 
 async def drain(dsn: str, driver: str, n: int, concurrency: int) -> tuple[DrainResult, PlanResult]:

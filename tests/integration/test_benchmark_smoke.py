@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -90,3 +91,33 @@ def test_round_robin_benchmark_prints_a_row_per_backlog_and_cohorts(dsn: str) ->
         ("200", "10"),
     ]
     assert all(float(row[2]) > 0 and float(row[3]) > 0 for row in rows)
+
+
+def test_health_benchmark_drains_both_modes_and_measures_serving(dsn: str) -> None:
+    """`bench_health.py` with tiny sizes exits 0 and prints each mode, the verdict and the
+    serving cost: the shared drain harness ran with each arm's env and the scraper beside."""
+    run = subprocess.run(
+        [
+            sys.executable,
+            str(BENCHMARKS / "bench_health.py"),
+            "--jobs",
+            "200",
+            "--rounds",
+            "1",
+            "--window",
+            "0.3",
+            "--scrape-every",
+            "0.02",
+        ],
+        env=_env(dsn),
+        capture_output=True,
+        text=True,
+        timeout=110,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    for line in ("raw baseline", "health off", "health on", "on/off:", "serving costs"):
+        assert line in run.stdout, f"missing {line!r} in:\n{run.stdout}"
+    answered = re.search(r"health on: .*?, (\d+) scrapes answered", run.stderr)
+    assert answered is not None, run.stderr
+    assert int(answered.group(1)) > 0, run.stderr

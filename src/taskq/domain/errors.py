@@ -37,7 +37,6 @@ domain errors::
     │       ├── PoolWaitTimeout           (a free connection from the pool)
     │       └── ServerAnswerTimeout       (the server's answer)
     ├── TransactionAborted                (the caller's transaction already failed)
-    ├── LeaderLockLost
     ├── RateLimitUnavailable              (limiter backend failed and no fallback)
     └── ReservationUnavailable            (no concurrency slot free)
 """
@@ -323,10 +322,6 @@ class ServerAnswerTimeout(StoreTimeout):
 
 class TransactionAborted(TaskQError):
     """The caller's transaction had already failed (SQLSTATE 25P02): roll it back first."""
-
-
-class LeaderLockLost(TaskQError):
-    """The leader lock was lost (its connection died)."""
 
 
 class RateLimitUnavailable(TaskQError):

@@ -271,10 +271,6 @@ class AttemptRecord:
     traceback: str | None = None
 
 
-def as_utc_delta(seconds: float) -> timedelta:
-    return timedelta(seconds=seconds)
-
-
 #: Job ids are Postgres bigints: no job has an id outside this range.
 JOB_ID_MIN: Final = -(2**63)
 JOB_ID_MAX: Final = 2**63 - 1

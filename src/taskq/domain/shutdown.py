@@ -200,19 +200,9 @@ class ShutdownState:
             raise ValueError(f"{self!r}: CANCELLING after a second signal")
 
     @property
-    def in_progress(self) -> bool:
-        """True once the first signal arrived (including DONE)."""
-        return self.phase is not ShutdownPhase.NONE
-
-    @property
     def hard_exited(self) -> bool:
         """True once the third signal asked for a hard exit; nothing happens after it."""
         return self.signals >= HARD_EXIT_SIGNAL_COUNT
-
-    @property
-    def metric_value(self) -> int:
-        """``taskq_shutdown_phase`` for ``/metrics``."""
-        return int(self.phase)
 
     def elapsed(self, now: float) -> float | None:
         """Seconds since the first signal (``None`` before it), for ``/ready``."""

@@ -35,11 +35,6 @@ class JobStatus(StrEnum):
     def is_terminal(self) -> bool:
         return self in TERMINAL
 
-    @property
-    def is_active(self) -> bool:
-        """Counts toward until-idle: not yet finished."""
-        return self not in TERMINAL
-
 
 TERMINAL: frozenset[JobStatus] = frozenset(
     {

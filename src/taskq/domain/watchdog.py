@@ -342,11 +342,6 @@ class LoopLagDetector:
     def grace_ends_at(self) -> float:
         return self.started_at + self.startup_grace
 
-    @property
-    def armed(self) -> bool:
-        """Armed as of the last call (a :meth:`check` after the grace also arms)."""
-        return self.armed_at is not None
-
     def beat(self, now: float) -> LoopLagDetector:
         """The event loop ran a beat at ``now``."""
         if self.last_beat is not None and now <= self.last_beat:

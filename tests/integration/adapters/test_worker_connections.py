@@ -237,7 +237,6 @@ async def test_store_calls_a_pool_factory_once_lazily_and_owns_it(
 
     store = AsyncpgQueueStore(factory)
     assert made == []
-    assert store.owns_pool
     assert await store.pool() is await store.pool()
     assert len(made) == 1
     await store.close()

@@ -100,15 +100,14 @@ def test_terminal_and_active_sets() -> None:
         "crashed",
     }
     assert {s for s in JobStatus if s.is_terminal} == TERMINAL
-    assert {s.value for s in JobStatus if s.is_active} == {"pending", "scheduled", "running"}
+    assert {s.value for s in JobStatus if not s.is_terminal} == {"pending", "scheduled", "running"}
     assert {JobStatus.PENDING, JobStatus.SCHEDULED} == WAITING
 
 
 @pytest.mark.parametrize("status", list(JobStatus))
-def test_terminal_iff_no_exits_and_active_is_its_complement(status: JobStatus) -> None:
-    """is_terminal holds exactly for statuses without exits; is_active is its negation."""
+def test_terminal_iff_no_exits(status: JobStatus) -> None:
+    """is_terminal holds exactly for statuses without exits."""
     assert status.is_terminal is (not TRANSITIONS[status])
-    assert status.is_active is (not status.is_terminal)
 
 
 def _reachable(start: set[JobStatus]) -> set[JobStatus]:
@@ -127,7 +126,7 @@ def test_every_status_reachable_from_enqueue() -> None:
     assert _reachable(set(WAITING)) == set(JobStatus)
 
 
-@pytest.mark.parametrize("status", [s for s in JobStatus if s.is_active])
+@pytest.mark.parametrize("status", [s for s in JobStatus if not s.is_terminal])
 def test_every_active_status_can_finish(status: JobStatus) -> None:
     """From any active status some terminal status is reachable (no trap without an exit)."""
     assert _reachable({status}) & TERMINAL

@@ -268,7 +268,7 @@ def test_lag_detector_takes_budget_and_grace_from_settings() -> None:
 def test_lag_detector_is_disarmed_during_startup_grace() -> None:
     """Before the startup grace and any liveness tick, no lag can trip."""
     det, verdict = lag().check(29.9)
-    assert (det.armed, verdict) == (False, Idle())
+    assert (det.armed_at, verdict) == (None, Idle())
 
 
 def test_lag_detector_arms_after_startup_grace() -> None:

@@ -48,11 +48,6 @@ class FallbackRateLimiter:
         self.fallbacks = 0  # how many calls the fallback answered (observable in tests/metrics)
         self._outage_fallbacks: int | None = None  # None: the primary answers
 
-    @property
-    def in_outage(self) -> bool:
-        """Whether the primary's last call failed (the fallback answers meanwhile)."""
-        return self._outage_fallbacks is not None
-
     def _primary_failed(self, what: str, exc: RateLimitUnavailable) -> None:
         """One warning per outage: at its first failure (the rest are DEBUG)."""
         if self._outage_fallbacks is None:

@@ -16,9 +16,16 @@ from typing import Annotated, Any
 
 import typer
 
-from taskq.app.cli.operator import on_store, operator_settings
-from taskq.app.cli.output import JsonOption, duration, print_fields, print_json, print_table
-from taskq.app.cli.support import AppDirOption, DsnOption, SchemaOption, fail
+from taskq.app.cli.operator import operate
+from taskq.app.cli.output import duration, print_fields, print_json, print_table
+from taskq.app.cli.support import (
+    AppDirOption,
+    DsnOption,
+    JsonOption,
+    SchemaOption,
+    command_group,
+    fail,
+)
 from taskq.app.settings import parse_duration
 from taskq.domain.actor_config import ActorConfig, merge_actor_configs
 from taskq.domain.errors import TaskQError, UnknownActorError
@@ -26,10 +33,8 @@ from taskq.domain.storable import capacity_count_problem, result_ttl_problem
 from taskq.ports.queue_store import QueueStore
 from taskq.ports.store_params import CapacityUpdate
 
-actor_config_app = typer.Typer(
-    help="Read and tune the stored per-actor configuration (capacity is operator-owned).",
-    no_args_is_help=True,
-    add_completion=False,
+actor_config_app = command_group(
+    "Read and tune the stored per-actor configuration (capacity is operator-owned)."
 )
 
 NameArgument = Annotated[str, typer.Argument(metavar="NAME", help="The actor's name.")]
@@ -56,12 +61,16 @@ def _max_concurrent(value: int | None) -> str:
     return "unlimited" if value is None else str(value)
 
 
-def _max_pending(value: int | None) -> str:
-    return "the @actor literal" if value is None else str(value)
+#: What an unset max_pending or result_ttl says applies instead (``list`` says "literal").
+_LITERAL = "the @actor literal"
 
 
-def _result_ttl(value: timedelta | None) -> str:
-    return "the @actor literal" if value is None else duration(value, exact=True)
+def _max_pending(value: int | None, unset: str = _LITERAL) -> str:
+    return unset if value is None else str(value)
+
+
+def _result_ttl(value: timedelta | None, unset: str = _LITERAL) -> str:
+    return unset if value is None else duration(value, exact=True)
 
 
 def _no_row(actor: str) -> str:
@@ -188,7 +197,7 @@ def set_config(
         result_ttl=ttl,
         clear=frozenset(clear),
     )
-    config = on_store(operator_settings(dsn, schema), lambda store: _set(store, update))
+    config = operate(dsn, schema, lambda store: _set(store, update))
     if as_json:
         print_json(config_json(config))
         return
@@ -217,7 +226,7 @@ def get_config(
     schema: SchemaOption = None,
 ) -> None:
     """Show an actor's stored row (an unset capacity says what applies instead)."""
-    config = on_store(operator_settings(dsn, schema), lambda store: _get(store, name))
+    config = operate(dsn, schema, lambda store: _get(store, name))
     if as_json:
         print_json(config_json(config))
         return
@@ -231,7 +240,7 @@ def list_configs(
     schema: SchemaOption = None,
 ) -> None:
     """List every stored actor row: its queue and capacity."""
-    configs = on_store(operator_settings(dsn, schema), lambda store: store.list_actor_configs())
+    configs = operate(dsn, schema, lambda store: store.list_actor_configs())
     if as_json:
         print_json([config_json(c) for c in configs])
         return
@@ -242,8 +251,8 @@ def list_configs(
                 c.actor,
                 c.queue,
                 _max_concurrent(c.max_concurrent),
-                "literal" if c.max_pending is None else str(c.max_pending),
-                "literal" if c.result_ttl is None else duration(c.result_ttl, exact=True),
+                _max_pending(c.max_pending, "literal"),
+                _result_ttl(c.result_ttl, "literal"),
             )
             for c in configs
         ),
@@ -314,7 +323,7 @@ def diff_configs(
     registry are listed too.
     """
     registered = _registered(actors, app_dir)
-    stored = on_store(operator_settings(dsn, schema), lambda store: store.list_actor_configs())
+    stored = operate(dsn, schema, lambda store: store.list_actor_configs())
     merge = merge_actor_configs({c.actor: c for c in stored}, registered)
     names = {c.actor for c in registered}
     # (what --json prints, the stored value, the registered value)

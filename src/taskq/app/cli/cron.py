@@ -10,15 +10,11 @@ from typing import Annotated, Any
 
 import typer
 
-from taskq.app.cli.output import JsonOption, iso, print_json, print_table
-from taskq.app.cli.support import AppDirOption, fail
+from taskq.app.cli.output import iso, print_json, print_table
+from taskq.app.cli.support import AppDirOption, JsonOption, command_group, fail
 from taskq.domain.errors import TaskQError
 
-cron_app = typer.Typer(
-    help="Inspect the @cron schedules of an actor registry.",
-    no_args_is_help=True,
-    add_completion=False,
-)
+cron_app = command_group("Inspect the @cron schedules of an actor registry.")
 
 
 @cron_app.command("list")

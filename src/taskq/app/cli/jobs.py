@@ -6,9 +6,8 @@ from typing import Annotated, Any
 
 import typer
 
-from taskq.app.cli.operator import on_store, operator_settings
+from taskq.app.cli.operator import operate
 from taskq.app.cli.output import (
-    JsonOption,
     iso,
     print_fields,
     print_json,
@@ -16,16 +15,14 @@ from taskq.app.cli.output import (
     text,
     when,
 )
-from taskq.app.cli.support import DsnOption, SchemaOption
+from taskq.app.cli.support import DsnOption, JsonOption, SchemaOption, command_group
 from taskq.domain.errors import JobNotFound
 from taskq.domain.job import AttemptRecord, Job
 from taskq.domain.status import JobStatus
 from taskq.ports.queue_store import QueueStore
 from taskq.ports.store_params import JOB_QUERY_LIMIT_MAX, JobQuery
 
-jobs_app = typer.Typer(
-    help="List, inspect, cancel and retry jobs.", no_args_is_help=True, add_completion=False
-)
+jobs_app = command_group("List, inspect, cancel and retry jobs.")
 
 JobIdArgument = Annotated[int, typer.Argument(metavar="ID", help="The job's id.")]
 
@@ -108,7 +105,7 @@ def list_jobs(
 ) -> None:
     """List jobs, newest first (finished jobs until the prune archives them)."""
     query = JobQuery(status=status, actor=actor, queue=queue, limit=limit)
-    jobs = on_store(operator_settings(dsn, schema), lambda store: store.list_jobs(query))
+    jobs = operate(dsn, schema, lambda store: store.list_jobs(query))
     if as_json:
         print_json([job_json(job) for job in jobs])
         return
@@ -148,9 +145,7 @@ def get_job(
     schema: SchemaOption = None,
 ) -> None:
     """Show one job with its attempt history, each failed attempt's traceback included."""
-    job, attempts = on_store(
-        operator_settings(dsn, schema), lambda store: _job_and_attempts(store, job_id)
-    )
+    job, attempts = operate(dsn, schema, lambda store: _job_and_attempts(store, job_id))
     if as_json:
         print_json({**job_json(job), "attempts": [attempt_json(a) for a in attempts]})
         return
@@ -217,7 +212,7 @@ def cancel_job(
 
     A job that already ended is left as it was (exit 0, its status printed).
     """
-    ended, status = on_store(operator_settings(dsn, schema), lambda store: _cancel(store, job_id))
+    ended, status = operate(dsn, schema, lambda store: _cancel(store, job_id))
     if as_json:
         print_json({"id": job_id, "status": status.value})
     elif ended:
@@ -241,7 +236,7 @@ def retry_job(
 
     The job gets one more attempt. Any other status is refused, saying why (exit 1).
     """
-    job = on_store(operator_settings(dsn, schema), lambda store: store.retry_job(job_id))
+    job = operate(dsn, schema, lambda store: store.retry_job(job_id))
     if as_json:
         print_json(job_json(job))
         return

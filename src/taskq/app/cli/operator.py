@@ -68,4 +68,11 @@ def on_store(settings: WorkerSettings, operation: Callable[[QueueStore], Awaitab
         )
 
 
-__all__ = ["on_store", "operator_settings"]
+def operate(
+    dsn: str | None, schema: str | None, operation: Callable[[QueueStore], Awaitable[T]]
+) -> T:
+    """``operation`` on the store that ``--dsn`` and ``--schema`` over the settings name."""
+    return on_store(operator_settings(dsn, schema), operation)
+
+
+__all__ = ["on_store", "operate", "operator_settings"]

@@ -12,17 +12,13 @@ import json
 import sys
 from collections.abc import Collection, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 from rich import box
 from rich.cells import cell_len
 from rich.console import Console
 from rich.table import Table
-
-JsonOption = Annotated[
-    bool, typer.Option("--json", help="Print JSON (stable field names) instead of a table.")
-]
 
 
 def print_json(value: Any) -> None:
@@ -183,7 +179,6 @@ def text(value: object) -> str:
 
 
 __all__ = [
-    "JsonOption",
     "duration",
     "iso",
     "print_fields",

@@ -9,9 +9,9 @@ from typing import Annotated, Any
 
 import typer
 
-from taskq.app.cli.operator import on_store, operator_settings
-from taskq.app.cli.output import JsonOption, duration, iso, print_json, print_table
-from taskq.app.cli.support import DsnOption, SchemaOption, fail
+from taskq.app.cli.operator import on_store, operate, operator_settings
+from taskq.app.cli.output import duration, iso, print_json, print_table
+from taskq.app.cli.support import DsnOption, JsonOption, SchemaOption, command_group, fail
 from taskq.app.worker.stranded import live_within
 from taskq.domain.actor_config import ActorConfig, QueueMode
 from taskq.domain.errors import TaskQError
@@ -20,9 +20,7 @@ from taskq.domain.storable import MAX_NAME_LENGTH
 from taskq.ports.queue_store import QueueStore
 from taskq.ports.store_params import JobQuery, QueueDepth, WorkerRecord
 
-queues_app = typer.Typer(
-    help="Inspect queues and set their dispatch mode.", no_args_is_help=True, add_completion=False
-)
+queues_app = command_group("Inspect queues and set their dispatch mode.")
 
 
 @dataclass
@@ -189,9 +187,7 @@ def set_mode(
         fail("QUEUE is empty: name a queue")
     if len(queue) > MAX_NAME_LENGTH:
         fail(f"QUEUE is {len(queue):,} characters; at most {MAX_NAME_LENGTH} fit a store's index")
-    was = on_store(
-        operator_settings(dsn, schema), lambda store: _set_mode(store, queue, mode, force)
-    )
+    was = operate(dsn, schema, lambda store: _set_mode(store, queue, mode, force))
     typer.echo(
         f"queue {queue}: {mode.value} (was {was.value}); workers use it from their next claim"
     )

@@ -17,6 +17,15 @@ from taskq.domain.errors import TaskQError
 
 T = TypeVar("T")
 
+
+def command_group(help: str) -> typer.Typer:
+    """A sub-command group: its help when called bare, no shell-completion options."""
+    return typer.Typer(help=help, no_args_is_help=True, add_completion=False)
+
+
+JsonOption = Annotated[
+    bool, typer.Option("--json", help="Print JSON (stable field names) instead of a table.")
+]
 DsnOption = Annotated[
     str | None,
     typer.Option(
@@ -87,7 +96,9 @@ def run_async(coro: Coroutine[Any, Any, T]) -> T:
 __all__ = [
     "AppDirOption",
     "DsnOption",
+    "JsonOption",
     "SchemaOption",
+    "command_group",
     "fail",
     "migrate_target",
     "run_async",

@@ -5,16 +5,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-import typer
-
-from taskq.app.cli.operator import on_store, operator_settings
-from taskq.app.cli.output import JsonOption, duration, iso, print_json, print_table, text, when
-from taskq.app.cli.support import DsnOption, SchemaOption
+from taskq.app.cli.operator import operate
+from taskq.app.cli.output import duration, iso, print_json, print_table, text, when
+from taskq.app.cli.support import DsnOption, JsonOption, SchemaOption, command_group
 from taskq.ports.store_params import WorkerStatus
 
-workers_app = typer.Typer(
-    help="Inspect the registered worker processes.", no_args_is_help=True, add_completion=False
-)
+workers_app = command_group("Inspect the registered worker processes.")
 
 
 def worker_json(status: WorkerStatus) -> dict[str, Any]:
@@ -45,7 +41,7 @@ def list_workers(
     A worker stays listed until the leader's sweep removes it (two leases unseen);
     LAST SEEN says how long ago its last heartbeat was, on this machine's clock.
     """
-    workers = on_store(operator_settings(dsn, schema), lambda store: store.worker_status())
+    workers = operate(dsn, schema, lambda store: store.worker_status())
     if as_json:
         print_json([worker_json(w) for w in workers])
         return

@@ -14,14 +14,10 @@ from typing import Annotated
 import typer
 
 from taskq.app.cli.operator import operator_settings
-from taskq.app.cli.support import DsnOption, SchemaOption, fail, run_async
+from taskq.app.cli.support import DsnOption, SchemaOption, command_group, fail, run_async
 from taskq.domain.errors import TaskQError
 
-workgroup_app = typer.Typer(
-    help="Run several workers from one TOML file, under a supervisor.",
-    no_args_is_help=True,
-    add_completion=False,
-)
+workgroup_app = command_group("Run several workers from one TOML file, under a supervisor.")
 
 
 @workgroup_app.command("start")

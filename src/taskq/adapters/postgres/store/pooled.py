@@ -64,11 +64,6 @@ class PooledQueueStore(PostgresQueueStore, Generic[PoolT]):
             driver(self._get_pool), schema=schema, budgets=budgets, on_close=self._close_pool
         )
 
-    @property
-    def owns_pool(self) -> bool:
-        """Whether :meth:`close` closes the pool (True for a DSN- or factory-built pool)."""
-        return self._owns_pool
-
     async def open(self) -> None:
         """Build the pool now (else the first call does); fails fast when unreachable."""
         await self._get_pool()
