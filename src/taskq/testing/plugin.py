@@ -81,7 +81,7 @@ def suite_directory() -> Path:
 
 def selected_ports(config: pytest.Config) -> frozenset[str]:
     """The ports ``--taskq-ports`` names (all when it is not given); a UsageError if unknown."""
-    raw: str | None = config.getoption(PORTS_OPTION)
+    raw: str | None = config.getoption(PORTS_OPTION, None)
     if raw is None:
         return frozenset(PORTS)
     names = {name.strip() for name in raw.split(",") if name.strip()}
@@ -108,7 +108,7 @@ class UserAdapter:
 def user_adapter(config: pytest.Config) -> UserAdapter | None:
     """The factory ``--taskq-adapter`` names (None without the option); a UsageError when it
     cannot be imported or has the wrong shape. Loaded once per run."""
-    spec: str | None = config.getoption(ADAPTER_OPTION)
+    spec: str | None = config.getoption(ADAPTER_OPTION, None)
     if not spec:
         return None
     if _FACTORY_KEY not in config.stash:

@@ -58,3 +58,17 @@ def test_an_unknown_port_is_a_usage_error(tmp_path: Path) -> None:
     run = _pytest(tmp_path, f"--taskq-adapter={PARTIAL}", "--taskq-ports=rate_limiter,queues")
     assert run.returncode == 4
     assert "--taskq-ports=rate_limiter,queues: unknown port queues; ports: " in run.stderr
+
+
+def test_the_suite_runs_in_the_repository_with_the_entry_point_disabled() -> None:
+    """``-p no:taskq`` leaves the options undefined: the suite runs its built-in adapters."""
+    clock_tests = str(REPO / "contracts" / "test_clock.py")
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:taskq", "-k", "memory", clock_tests],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "3 passed" in run.stdout
