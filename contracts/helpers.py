@@ -1,6 +1,6 @@
 """Builders shared by the contract tests.
 
-Every time is derived from :data:`contracts.harness.EPOCH` (``at(seconds)``)
+Every time is derived from :data:`taskq.testing.EPOCH` (``at(seconds)``)
 and passed explicitly, so every adapter computes the same timestamps.
 """
 
@@ -11,7 +11,6 @@ from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from contracts.harness import EPOCH
 from taskq.domain.dispatch import (
     DispatchCandidate,
     advance_cursors,
@@ -22,6 +21,7 @@ from taskq.domain.job import DEFAULT_QUEUE, ClaimedJob, Job, Lease, NewJob
 from taskq.domain.status import JobStatus
 from taskq.ports.queue_store import QueueStore
 from taskq.ports.store_params import ClaimRequest, Finish, WorkerInfo
+from taskq.testing.harness import EPOCH
 
 #: The lease every claim in the suite asks for unless a test needs another.
 LEASE = timedelta(seconds=60)

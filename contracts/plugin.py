@@ -1,21 +1,24 @@
-"""Pytest plugin that runs the contract suite once per adapter.
+"""The suite's pytest hooks: which adapters run which tests, and the ``harness`` fixture.
 
-It adds ``--taskq-adapter=MODULE:CALLABLE``, the ``harness`` fixture (one
-fresh :class:`~contracts.harness.Harness` per test, parametrized over the
-adapters with ids such as ``test_x[memory]``) and the ``taskq_requires``
-marker. ``contracts/conftest.py`` loads it, so ``pytest contracts`` and a bare
-``pytest`` from the repo root both see it; outside this checkout use
-``-p contracts.plugin``.
+``conftest.py`` beside this file exposes them, so they act only on the suite's
+own tests, wherever it is collected: ``pytest contracts`` or a bare ``pytest``
+in the repository, or the copy installed as ``taskq.testing.contracts`` that
+``pytest --taskq-adapter=...`` collects in any project. The options themselves
+belong to :mod:`taskq.testing.plugin`, the entry point pytest loads first.
 
-Without the option the built-in adapters run: memory always (a broken memory
-factory makes every ``[memory]`` test error, loudly), asyncpg and psycopg only
-when their factory module imports. With the option, only the named factory
-runs.
+Each test runs once per adapter (ids such as ``test_x[memory]``). With
+``--taskq-adapter`` only that factory runs. Without it the built-in adapters
+run: memory always (a broken memory factory makes every ``[memory]`` test
+error, loudly), asyncpg and psycopg when their factory module imports, redis
+for the rate-limiter tests only.
+
+Every test belongs to the ports its ``taskq_ports`` marker names (unmarked:
+``queue_store``). It runs against each adapter implementing all of them, and
+only when ``--taskq-ports`` selects them all; otherwise it is deselected.
 """
 
 from __future__ import annotations
 
-import importlib
 import inspect
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
@@ -25,25 +28,27 @@ from typing import NoReturn
 import pytest
 import pytest_asyncio
 
-from contracts.harness import Harness, HarnessFactory
+from taskq.testing.factory import SHAPE, describe, load_factory
+from taskq.testing.harness import Harness, HarnessFactory
+from taskq.testing.plugin import PORTS, selected_ports, user_adapter
 
-OPTION = "--taskq-adapter"
 MARKER = "taskq_requires"
+PORTS_MARKER = "taskq_ports"
+ALL_PORTS = frozenset(PORTS)
+#: The port of a test without a ``taskq_ports`` marker.
+DEFAULT_PORTS = frozenset({"queue_store"})
 
-#: (test id, factory module, factory attribute) of the adapters shipped with TaskQ.
-BUILTIN_ADAPTERS: tuple[tuple[str, str, str], ...] = (
-    ("memory", "contracts.factories.memory", "memory_harness"),
-    ("asyncpg", "contracts.factories.asyncpg", "asyncpg_harness"),
-    ("psycopg", "contracts.factories.psycopg", "psycopg_harness"),
+#: (test id, factory module in this package, factory attribute, ports) of the adapters
+#: shipped with TaskQ. Redis backs only the RateLimiter port.
+BUILTIN_ADAPTERS: tuple[tuple[str, str, str, frozenset[str]], ...] = (
+    ("memory", "factories.memory", "memory_harness", ALL_PORTS),
+    ("asyncpg", "factories.asyncpg", "asyncpg_harness", ALL_PORTS),
+    ("psycopg", "factories.psycopg", "psycopg_harness", ALL_PORTS),
+    ("redis", "factories.redis", "redis_harness", frozenset({"rate_limiter"})),
 )
-_REQUIRED_BUILTIN = "memory"
-
-#: Adapters that implement only the RateLimiter port: they run only the tests that use
-#: the ``limiters`` fixture (contracts/test_rate_limiter.py).
-RATE_LIMITER_ADAPTERS: tuple[tuple[str, str, str], ...] = (
-    ("redis", "contracts.factories.redis", "redis_harness"),
-)
-_RATE_LIMITER_FIXTURE = "limiters"
+#: Built-in adapters whose factory module may be absent (its driver is not installed).
+_OPTIONAL_BUILTINS = frozenset({"asyncpg", "psycopg"})
+_PACKAGE = __name__.rpartition(".")[0]  # "contracts", or "taskq.testing.contracts" installed
 _SUITE_DIR = Path(__file__).resolve().parent
 
 
@@ -54,72 +59,20 @@ class Adapter:
     id: str
     spec: str
     factory: HarnessFactory | None
+    ports: frozenset[str] = ALL_PORTS
     problem: str | None = None
 
 
 _ADAPTERS_KEY = pytest.StashKey[list[Adapter]]()
 _SKIPPED_KEY = pytest.StashKey[list[Adapter]]()
+_PORTS_KEY = pytest.StashKey[frozenset[str]]()
 _COUNTS_KEY = pytest.StashKey[dict[str, int]]()
-_RATE_LIMITER_ADAPTERS_KEY = pytest.StashKey[list[Adapter]]()
-
-
-def load_factory(spec: str) -> HarnessFactory:
-    """Resolve ``"package.module:callable"`` (the attribute may be dotted)."""
-    module_name, sep, attr_path = spec.partition(":")
-    if not sep or not module_name or not attr_path:
-        raise ValueError(f"{spec!r} is not MODULE:CALLABLE")
-    obj: object = importlib.import_module(module_name)
-    for part in attr_path.split("."):
-        obj = getattr(obj, part)
-    if not callable(obj):
-        raise TypeError(f"{spec!r} is not callable")
-    factory: HarnessFactory = obj
-    return factory
-
-
-SHAPE = (
-    "a harness factory is a function taking no arguments that returns an async context "
-    "manager yielding contracts.harness.Harness (an async def decorated with "
-    "@contextlib.asynccontextmanager)"
-)
-
-
-def shape_problem(factory: object) -> str | None:
-    """What is wrong with the factory's shape, seen without calling it; None if nothing."""
-    try:
-        params = inspect.signature(factory).parameters.values()  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        params = None
-    required = [
-        p.name
-        for p in params or ()
-        if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
-    ]
-    if required:
-        return f"it needs arguments ({', '.join(required)})"
-    wrapped = getattr(factory, "__wrapped__", None)
-    if inspect.iscoroutinefunction(factory):
-        return "it is a plain async def (a call gives a coroutine, not a context manager)"
-    if inspect.isasyncgenfunction(factory):
-        return "it is an async generator function without @contextlib.asynccontextmanager"
-    if inspect.isgeneratorfunction(factory) or inspect.isgeneratorfunction(wrapped):
-        return "it is a sync generator or @contextlib.contextmanager, not an async one"
-    return None
+_DESELECTED_KEY = pytest.StashKey[int]()
 
 
 def _not_a_factory(adapter: Adapter, problem: str) -> NoReturn:
     """Stop the whole run once: every test would fail the same way."""
     pytest.exit(f"{adapter.spec} is not a harness factory: {problem}; {SHAPE}", returncode=4)
-
-
-def adapter_id_for(spec: str) -> str:
-    """The test id of a user factory: its callable name without a ``_harness`` suffix."""
-    name = spec.rpartition(":")[2].rpartition(".")[2]
-    return name.removesuffix("_harness") or name
-
-
-def _describe(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"
 
 
 def _is_absent(exc: BaseException, module: str) -> bool:
@@ -129,18 +82,22 @@ def _is_absent(exc: BaseException, module: str) -> bool:
     return module == exc.name or module.startswith(exc.name + ".")
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("taskq", "TaskQ contract suite")
-    group.addoption(
-        OPTION,
-        action="store",
-        default=None,
-        metavar="MODULE:CALLABLE",
-        help=(
-            "run the contract suite only against this harness factory (an async context "
-            "manager function yielding contracts.harness.Harness)"
-        ),
-    )
+def _builtin_adapters() -> tuple[list[Adapter], list[Adapter]]:
+    """The built-in adapters to run, and the optional ones whose module is absent."""
+    adapters: list[Adapter] = []
+    skipped: list[Adapter] = []
+    for adapter_id, module_in_suite, attr, ports in BUILTIN_ADAPTERS:
+        module = f"{_PACKAGE}.{module_in_suite}"
+        spec = f"{module}:{attr}"
+        try:
+            adapters.append(Adapter(adapter_id, spec, load_factory(spec), ports))
+        except Exception as exc:
+            failed = Adapter(adapter_id, spec, None, ports, describe(exc))
+            # An absent optional factory is normal; a broken one, or a missing required
+            # factory, stays in so every one of its tests reports the problem.
+            absent = _is_absent(exc, module) and adapter_id in _OPTIONAL_BUILTINS
+            (skipped if absent else adapters).append(failed)
+    return adapters, skipped
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -149,56 +106,40 @@ def pytest_configure(config: pytest.Config) -> None:
         f"{MARKER}(*capabilities): skip the contract test, with a reason, when the adapter "
         "under test does not declare every one of these capabilities",
     )
-    adapters: list[Adapter] = []
-    skipped: list[Adapter] = []
-    user_spec: str | None = config.getoption(OPTION)
-    if user_spec:
-        try:
-            factory = load_factory(user_spec)
-        except Exception as exc:
-            raise pytest.UsageError(f"{OPTION}={user_spec}: {_describe(exc)}") from exc
-        problem = shape_problem(factory)
-        if problem is not None:
-            raise pytest.UsageError(f"{OPTION}={user_spec}: {problem}; {SHAPE}")
-        adapters.append(Adapter(adapter_id_for(user_spec), user_spec, factory))
+    config.addinivalue_line(
+        "markers",
+        f"{PORTS_MARKER}(*ports): the ports the contract test exercises (default "
+        "queue_store); it runs only against adapters implementing all of them",
+    )
+    user = user_adapter(config)
+    if user is not None:
+        adapters = [Adapter(user.id, user.spec, user.factory)]
+        skipped: list[Adapter] = []
     else:
-        for adapter_id, module, attr in BUILTIN_ADAPTERS:
-            spec = f"{module}:{attr}"
-            try:
-                adapters.append(Adapter(adapter_id, spec, load_factory(spec)))
-            except Exception as exc:
-                failed = Adapter(adapter_id, spec, None, _describe(exc))
-                # An absent optional factory is normal; a broken one, or a missing memory
-                # factory, stays in so every one of its tests reports the problem.
-                absent = _is_absent(exc, module) and adapter_id != _REQUIRED_BUILTIN
-                (skipped if absent else adapters).append(failed)
-    rate_limiters: list[Adapter] = []
-    if not user_spec:
-        for adapter_id, module, attr in RATE_LIMITER_ADAPTERS:
-            spec = f"{module}:{attr}"
-            try:
-                rate_limiters.append(Adapter(adapter_id, spec, load_factory(spec)))
-            except Exception as exc:
-                rate_limiters.append(Adapter(adapter_id, spec, None, _describe(exc)))
+        adapters, skipped = _builtin_adapters()
     config.stash[_ADAPTERS_KEY] = adapters
-    config.stash[_RATE_LIMITER_ADAPTERS_KEY] = rate_limiters
     config.stash[_SKIPPED_KEY] = skipped
+    config.stash[_PORTS_KEY] = selected_ports(config)
+
+
+def ports_of(node: pytest.Item) -> frozenset[str]:
+    """The ports a test exercises: its ``taskq_ports`` markers' union, or queue_store."""
+    ports: set[str] = set()
+    for mark in node.iter_markers(PORTS_MARKER):
+        ports.update(str(p) for p in mark.args)
+    return frozenset(ports) or DEFAULT_PORTS
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "harness" not in metafunc.fixturenames:
         return
     stash = metafunc.config.stash
-    base: list[Adapter] = stash[_ADAPTERS_KEY]
-    adapters = list(base)
-    if _RATE_LIMITER_FIXTURE in metafunc.fixturenames:
-        extra: list[Adapter] = stash[_RATE_LIMITER_ADAPTERS_KEY]
-        adapters.extend(extra)
-    metafunc.parametrize(
-        "harness",
-        [pytest.param(a, id=a.id) for a in adapters],
-        indirect=True,
-    )
+    ports = ports_of(metafunc.definition)
+    if not ports <= stash[_PORTS_KEY]:
+        return  # left unparametrized: deselected (pytest_collection_modifyitems)
+    adapters = [a for a in stash[_ADAPTERS_KEY] if ports <= a.ports]
+    if adapters:
+        metafunc.parametrize("harness", [pytest.param(a, id=a.id) for a in adapters], indirect=True)
 
 
 def _required_capabilities(node: pytest.Item) -> frozenset[str]:
@@ -213,10 +154,14 @@ def harness_capabilities(h: Harness) -> frozenset[str]:
     return frozenset(h.capabilities) | frozenset(h.store.capabilities)
 
 
+def _in_suite(path: Path) -> bool:
+    return path.resolve().parent == _SUITE_DIR
+
+
 def pytest_collectstart(collector: pytest.Collector) -> None:
     # Run the suite's async tests under pytest-asyncio whatever asyncio_mode the
     # adapter author's project configures (strict mode needs the marker).
-    if isinstance(collector, pytest.Module) and collector.path.resolve().parent == _SUITE_DIR:
+    if isinstance(collector, pytest.Module) and _in_suite(collector.path):
         collector.add_marker(pytest.mark.asyncio)
 
 
@@ -241,18 +186,35 @@ async def harness(request: pytest.FixtureRequest) -> AsyncIterator[Harness]:
         yield h
 
 
+def _adapter_of(item: pytest.Item) -> Adapter | None:
+    callspec = getattr(item, "callspec", None)
+    if callspec is None or "harness" not in callspec.params:
+        return None
+    adapter: Adapter = callspec.params["harness"]
+    return adapter
+
+
 def _count_by_adapter(items: Iterable[pytest.Item]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for item in items:
-        callspec = getattr(item, "callspec", None)
-        if callspec is None or "harness" not in callspec.params:
-            continue
-        adapter: Adapter = callspec.params["harness"]
-        counts[adapter.id] = counts.get(adapter.id, 0) + 1
+        adapter = _adapter_of(item)
+        if adapter is not None:
+            counts[adapter.id] = counts.get(adapter.id, 0) + 1
     return counts
 
 
+def _unselected(item: pytest.Item) -> bool:
+    """A suite test no adapter runs: its ports are not selected or not implemented."""
+    needs_harness = "harness" in getattr(item, "fixturenames", ())
+    return needs_harness and _in_suite(item.path) and _adapter_of(item) is None
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    unselected = [item for item in items if _unselected(item)]
+    if unselected:
+        items[:] = [item for item in items if not _unselected(item)]
+        config.hook.pytest_deselected(items=unselected)
+    config.stash[_DESELECTED_KEY] = len(unselected)
     config.stash[_COUNTS_KEY] = _count_by_adapter(items)
 
 
@@ -260,9 +222,12 @@ def pytest_terminal_summary(
     terminalreporter: pytest.TerminalReporter, config: pytest.Config
 ) -> None:
     counts = config.stash.get(_COUNTS_KEY, {})
-    if not counts and not config.stash.get(_SKIPPED_KEY, []):
+    deselected = config.stash.get(_DESELECTED_KEY, 0)
+    if not counts and not deselected and not config.stash.get(_SKIPPED_KEY, []):
         return
-    shown = config.stash[_ADAPTERS_KEY] + config.stash.get(_RATE_LIMITER_ADAPTERS_KEY, [])
-    parts = [f"{a.id}: {counts.get(a.id, 0)} tests" for a in shown]
+    parts = [f"{a.id}: {counts.get(a.id, 0)} tests" for a in config.stash[_ADAPTERS_KEY]]
     parts += [f"{a.id}: not collected ({a.problem})" for a in config.stash[_SKIPPED_KEY]]
+    if deselected:
+        ports = ",".join(p for p in PORTS if p in config.stash[_PORTS_KEY])
+        parts.append(f"{deselected} tests deselected (they need ports beyond {ports})")
     terminalreporter.write_line("taskq contract suite — " + "; ".join(parts))

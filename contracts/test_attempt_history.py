@@ -5,8 +5,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from contracts.harness import Harness
-from contracts.helpers import (
+from taskq.domain.job import DEFAULT_QUEUE
+from taskq.domain.status import JobStatus
+from taskq.ports.store_params import ClaimRequest, Finish, Isolation, Reschedule
+from taskq.testing.harness import Harness
+
+from .helpers import (
     LEASE,
     at,
     claim_one,
@@ -15,9 +19,6 @@ from contracts.helpers import (
     new_job,
     register,
 )
-from taskq.domain.job import DEFAULT_QUEUE
-from taskq.domain.status import JobStatus
-from taskq.ports.store_params import ClaimRequest, Finish, Isolation, Reschedule
 
 #: A traceback as the worker stores it (several lines, a non-ASCII character).
 TRACEBACK = (

@@ -12,11 +12,12 @@ from typing import Any
 
 import pytest
 
-from contracts.harness import Harness
-from contracts.helpers import at, claim, get, new_job
 from taskq.domain.actor_config import ActorConfig, QueueMode
 from taskq.domain.job import ClaimedJob, NewJob, UniformJobs
 from taskq.domain.storable import MAX_ATTEMPT_TIMEOUT
+from taskq.testing.harness import Harness
+
+from .helpers import at, claim, get, new_job
 
 #: Days, seconds and microseconds: every part of a timedelta must survive the round trip.
 ODD = timedelta(days=2, seconds=3_723, microseconds=7)

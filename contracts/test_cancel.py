@@ -6,12 +6,13 @@ from datetime import timedelta
 
 import pytest
 
-from contracts.harness import Harness
-from contracts.helpers import at, claim, enqueue, enqueue_and_claim, get, new_job, register
 from taskq.domain.cancel_phase import CancelPhase
 from taskq.domain.errors import JobNotFound
 from taskq.domain.status import JobStatus
 from taskq.ports.store_params import Finish, Heartbeat, RunningJobView
+from taskq.testing.harness import Harness
+
+from .helpers import at, claim, enqueue, enqueue_and_claim, get, new_job, register
 
 
 async def test_cancel_of_a_pending_job_cancels_it_at_once(harness: Harness) -> None:

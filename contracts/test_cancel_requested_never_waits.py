@@ -14,12 +14,13 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from contracts.harness import Harness
-from contracts.helpers import LEASE, TICK, at, claim, enqueue_and_claim, get, new_job, register
 from taskq.domain.job import ClaimedJob
 from taskq.domain.status import JobStatus
 from taskq.ports.queue_store import QueueStore
 from taskq.ports.store_params import Interruption, Isolation, ReclaimReport, Reschedule
+from taskq.testing.harness import Harness
+
+from .helpers import LEASE, TICK, at, claim, enqueue_and_claim, get, new_job, register
 
 _Path = Callable[[QueueStore, ClaimedJob, datetime], Awaitable[None]]
 

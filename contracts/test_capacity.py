@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from contracts.harness import Harness
-from contracts.helpers import ACTORS, at, by_id, claim, enqueue, expected_claim, new_job, succeed
 from taskq.domain.actor_config import ActorConfig
 from taskq.ports.store_params import CapacityUpdate
+from taskq.testing.harness import Harness
+
+from .helpers import ACTORS, at, by_id, claim, enqueue, expected_claim, new_job, succeed
 
 
 async def _capped(harness: Harness, max_concurrent: int | None) -> None:

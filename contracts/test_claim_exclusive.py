@@ -6,12 +6,13 @@ import asyncio
 import random
 from collections import Counter
 
-from contracts.harness import EPOCH, Harness
-from contracts.helpers import at, claim, get_all, new_job
 from taskq.domain.actor_config import QueueMode
 from taskq.domain.job import ClaimedJob
 from taskq.domain.status import JobStatus
 from taskq.ports.queue_store import QueueStore
+from taskq.testing.harness import EPOCH, Harness
+
+from .helpers import at, claim, get_all, new_job
 
 JOBS = 500
 CLAIMERS = 20

@@ -7,8 +7,12 @@ from typing import Any
 
 import pytest
 
-from contracts.harness import EPOCH, Harness
-from contracts.helpers import (
+from taskq.domain.actor_config import ActorConfig, QueueMode
+from taskq.domain.job import ClaimedJob
+from taskq.domain.status import JobStatus
+from taskq.testing.harness import EPOCH, Harness
+
+from .helpers import (
     ACTORS,
     at,
     by_id,
@@ -20,9 +24,6 @@ from contracts.helpers import (
     rotate,
     succeed,
 )
-from taskq.domain.actor_config import ActorConfig, QueueMode
-from taskq.domain.job import ClaimedJob
-from taskq.domain.status import JobStatus
 
 
 async def test_strict_fifo_is_priority_then_scheduled_at_then_id(harness: Harness) -> None:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from contracts.harness import Harness
-from contracts.helpers import within
+from taskq.testing.harness import Harness
+
+from .helpers import within
 
 
 async def test_clock_now_is_utc_and_never_goes_back(harness: Harness) -> None:

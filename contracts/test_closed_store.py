@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from contracts.harness import Harness
-from contracts.helpers import at, new_job
 from taskq.domain.errors import StoreClosed, StoreUnavailable
+from taskq.testing.harness import Harness
+
+from .helpers import at, new_job
 
 
 async def test_a_closed_store_raises_store_closed_on_reads_writes_and_cancels(

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from contracts.harness import Harness
-from contracts.helpers import at, claim, claim_one, enqueue, get
 from taskq.domain.errors import LeaseLost
 from taskq.domain.status import JobStatus
 from taskq.ports.store_params import Finish
+from taskq.testing.harness import Harness
+
+from .helpers import at, claim, claim_one, enqueue, get
 
 
 async def test_drain_repends_only_this_workers_unstarted_jobs(harness: Harness) -> None:

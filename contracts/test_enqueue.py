@@ -6,8 +6,14 @@ import asyncio
 
 import pytest
 
-from contracts.harness import EPOCH, Harness
-from contracts.helpers import (
+from taskq.domain.cancel_phase import CancelPhase
+from taskq.domain.errors import EnqueueRefused
+from taskq.domain.job import EnqueueResult, Job, NewJob
+from taskq.domain.status import JobStatus
+from taskq.ports.store_params import Finish
+from taskq.testing.harness import EPOCH, Harness
+
+from .helpers import (
     at,
     by_id,
     claim,
@@ -17,11 +23,6 @@ from contracts.helpers import (
     new_job,
     succeed,
 )
-from taskq.domain.cancel_phase import CancelPhase
-from taskq.domain.errors import EnqueueRefused
-from taskq.domain.job import EnqueueResult, Job, NewJob
-from taskq.domain.status import JobStatus
-from taskq.ports.store_params import Finish
 
 
 async def test_enqueued_job_reads_back_every_field(harness: Harness) -> None:

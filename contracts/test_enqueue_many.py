@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from contracts.harness import EPOCH, Harness
-from contracts.helpers import Inbox, at, claim, enqueue, get, new_job
 from taskq.domain.errors import MaxPendingExceeded
 from taskq.domain.job import EnqueueResult
 from taskq.domain.status import JobStatus
 from taskq.ports.store_params import CAP_LISTEN_NOTIFY
+from taskq.testing.harness import EPOCH, Harness
+
+from .helpers import Inbox, at, claim, enqueue, get, new_job
 
 
 async def test_results_follow_input_order(harness: Harness) -> None:
@@ -165,6 +166,7 @@ async def test_max_pending_counts_jobs_earlier_in_the_batch(harness: Harness) ->
     assert len(await store.enqueue_many([new_job(max_pending=2)] * 2, now=EPOCH)) == 2
 
 
+@pytest.mark.taskq_ports("queue_store", "notifier")
 @pytest.mark.taskq_requires(CAP_LISTEN_NOTIFY)
 async def test_batch_wakes_listeners_once(harness: Harness) -> None:
     """One enqueue_many sends one wake-up, not one per job."""
@@ -183,6 +185,7 @@ async def test_batch_wakes_listeners_once(harness: Harness) -> None:
     assert woken[0] in ("q1", "")
 
 
+@pytest.mark.taskq_ports("queue_store", "notifier")
 @pytest.mark.taskq_requires(CAP_LISTEN_NOTIFY)
 async def test_single_enqueue_wakes_listeners(harness: Harness) -> None:
     """A single due enqueue wakes listeners for its queue (or for any queue)."""

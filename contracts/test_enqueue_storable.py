@@ -13,12 +13,13 @@ from typing import Any
 
 import pytest
 
-from contracts.harness import EPOCH, Harness
-from contracts.helpers import at, enqueue_and_claim, get, new_job
 from taskq.domain.actor_config import ActorConfig, QueueMode
 from taskq.domain.job import JSON
 from taskq.domain.status import JobStatus
 from taskq.ports.store_params import Finish, WorkerInfo
+from taskq.testing.harness import EPOCH, Harness
+
+from .helpers import at, enqueue_and_claim, get, new_job
 
 INT32_MIN = -(2**31)
 INT32_MAX = 2**31 - 1

@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from contracts.harness import EPOCH, Harness
-from contracts.helpers import get, new_job
+from taskq.testing.harness import EPOCH, Harness
+
+from .helpers import get, new_job
 
 #: 9999-12-31 23:59:59.999999 at UTC-14: 10000-01-01 13:59 in UTC.
 AFTER_9999 = datetime.max.replace(tzinfo=timezone(timedelta(hours=-14)))

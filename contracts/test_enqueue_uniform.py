@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from contracts.harness import Harness
-from contracts.helpers import at, get, new_job
 from taskq.domain.actor_config import ActorConfig
 from taskq.domain.errors import MaxPendingExceeded
 from taskq.domain.job import UniformJobs
 from taskq.domain.status import JobStatus
+from taskq.testing.harness import Harness
+
+from .helpers import at, get, new_job
 
 #: Over every store's threshold for its bulk path (Postgres: COPY from 200 jobs).
 BIG = 450

@@ -6,12 +6,13 @@ from datetime import timedelta
 
 import pytest
 
-from contracts.harness import Harness
-from contracts.helpers import at, enqueue_and_claim, get, new_job
 from taskq.domain.actor_config import ActorConfig
 from taskq.domain.errors import IllegalTransition
 from taskq.domain.status import TERMINAL, JobStatus
 from taskq.ports.store_params import CapacityUpdate, Finish
+from taskq.testing.harness import Harness
+
+from .helpers import at, enqueue_and_claim, get, new_job
 
 
 async def test_success_writes_result_finished_at_and_attempt(harness: Harness) -> None:

@@ -6,8 +6,13 @@ from datetime import timedelta
 
 import pytest
 
-from contracts.harness import Harness
-from contracts.helpers import (
+from taskq.domain.errors import IllegalTransition
+from taskq.domain.job import Lease
+from taskq.domain.status import JobStatus
+from taskq.ports.store_params import ClaimRequest, Finish
+from taskq.testing.harness import Harness
+
+from .helpers import (
     ACTORS,
     LEASE,
     at,
@@ -17,10 +22,6 @@ from contracts.helpers import (
     new_job,
     register,
 )
-from taskq.domain.errors import IllegalTransition
-from taskq.domain.job import Lease
-from taskq.domain.status import JobStatus
-from taskq.ports.store_params import ClaimRequest, Finish
 
 QUEUES = ["default"]
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import pytest
 
-from contracts.harness import Harness
-from contracts.helpers import at, claim_one, enqueue_and_claim, get, new_job
 from taskq.domain.errors import LeaseLost
 from taskq.domain.job import ClaimedJob
 from taskq.domain.status import JobStatus
 from taskq.ports.store_params import Finish, Interruption
+from taskq.testing.harness import Harness
+
+from .helpers import at, claim_one, enqueue_and_claim, get, new_job
 
 WHY = "worker shutdown (SIGTERM): still running after the cancellation grace; task cancelled"
 

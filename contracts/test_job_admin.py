@@ -6,18 +6,6 @@ import asyncio
 
 import pytest
 
-from contracts.harness import Harness
-from contracts.helpers import (
-    LEASE,
-    Inbox,
-    at,
-    claim_one,
-    enqueue,
-    enqueue_and_claim,
-    get,
-    new_job,
-    register,
-)
 from taskq.domain.cancel_phase import CancelPhase
 from taskq.domain.errors import JobNotFound, JobNotRetryable
 from taskq.domain.status import OPERATOR_RETRYABLE, JobStatus, retry_refusal
@@ -27,6 +15,19 @@ from taskq.ports.store_params import (
     Heartbeat,
     JobQuery,
     WorkerInfo,
+)
+from taskq.testing.harness import Harness
+
+from .helpers import (
+    LEASE,
+    Inbox,
+    at,
+    claim_one,
+    enqueue,
+    enqueue_and_claim,
+    get,
+    new_job,
+    register,
 )
 
 FINISHED_BUT_NOT_SUCCEEDED = sorted(OPERATOR_RETRYABLE)
@@ -87,6 +88,7 @@ async def test_retry_puts_a_finished_job_back_to_pending_for_one_more_attempt(
     assert again.fencing_token > claimed.fencing_token
 
 
+@pytest.mark.taskq_ports("queue_store", "notifier")
 @pytest.mark.taskq_requires(CAP_LISTEN_NOTIFY)
 async def test_retry_wakes_listeners_for_the_jobs_queue(harness: Harness) -> None:
     """A retried job is due at once, so listeners are woken for its queue (or any queue), as

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from contracts.harness import Harness
 from taskq.domain.errors import JobNotFound
+from taskq.testing.harness import Harness
 
 BEYOND_BIGINT = [2**63, -(2**63) - 1, 10**30]
 

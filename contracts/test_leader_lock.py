@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import asyncio
 
-from contracts.harness import Harness
+import pytest
+
+from taskq.testing.harness import Harness
+
+pytestmark = pytest.mark.taskq_ports("leader_lock")
 
 
 async def test_only_one_instance_acquires(harness: Harness) -> None:

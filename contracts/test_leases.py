@@ -7,8 +7,15 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from contracts.harness import Harness
-from contracts.helpers import (
+from taskq.domain.cancel_phase import CancelPhase
+from taskq.domain.errors import LeaseLost
+from taskq.domain.job import Lease
+from taskq.domain.status import JobStatus
+from taskq.ports.queue_store import QueueStore
+from taskq.ports.store_params import Finish, ReclaimReport, Reschedule
+from taskq.testing.harness import Harness
+
+from .helpers import (
     LEASE,
     TICK,
     at,
@@ -20,12 +27,6 @@ from contracts.helpers import (
     ids_of,
     new_job,
 )
-from taskq.domain.cancel_phase import CancelPhase
-from taskq.domain.errors import LeaseLost
-from taskq.domain.job import Lease
-from taskq.domain.status import JobStatus
-from taskq.ports.queue_store import QueueStore
-from taskq.ports.store_params import Finish, ReclaimReport, Reschedule
 
 
 async def test_claim_marks_the_job_running_under_a_lease(harness: Harness) -> None:

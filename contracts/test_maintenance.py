@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from contracts.harness import Harness
-from contracts.helpers import (
+from taskq.domain.status import TERMINAL, JobStatus
+from taskq.ports.store_params import Finish, PrunePolicy
+from taskq.testing.harness import Harness
+
+from .helpers import (
     TICK,
     at,
     claim,
@@ -16,8 +19,6 @@ from contracts.helpers import (
     new_job,
     succeed,
 )
-from taskq.domain.status import TERMINAL, JobStatus
-from taskq.ports.store_params import Finish, PrunePolicy
 
 DAY = 86_400.0
 RETENTION = {

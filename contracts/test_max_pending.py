@@ -6,12 +6,13 @@ import asyncio
 
 import pytest
 
-from contracts.harness import EPOCH, Harness
-from contracts.helpers import at, claim_one, enqueue, new_job
 from taskq.domain.actor_config import ActorConfig
 from taskq.domain.errors import EnqueueRefused, MaxPendingExceeded
 from taskq.domain.job import EnqueueResult
 from taskq.ports.store_params import CapacityUpdate
+from taskq.testing.harness import EPOCH, Harness
+
+from .helpers import at, claim_one, enqueue, new_job
 
 
 async def test_literal_max_pending_refuses_when_full(harness: Harness) -> None:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from contracts.harness import Harness
-from contracts.helpers import WAIT, Inbox, within
 from taskq.ports.notifier import Notifier
 from taskq.ports.store_params import CAP_LISTEN_NOTIFY
+from taskq.testing.harness import Harness
 
-pytestmark = pytest.mark.taskq_requires(CAP_LISTEN_NOTIFY)
+from .helpers import WAIT, Inbox, within
+
+pytestmark = [pytest.mark.taskq_ports("notifier"), pytest.mark.taskq_requires(CAP_LISTEN_NOTIFY)]
 
 #: Reconnecting may back off after a failed first attempt (1s, doubling); allow a few.
 RECONNECT_WAIT = 4 * WAIT

@@ -10,9 +10,12 @@ from datetime import datetime, timedelta
 import pytest
 import pytest_asyncio
 
-from contracts.harness import EPOCH, Harness
-from contracts.helpers import TICK, at
 from taskq.ports.rate_limiter import RateDecision, RateLimiter, RatePermit, Reservation
+from taskq.testing.harness import EPOCH, Harness
+
+from .helpers import TICK, at
+
+pytestmark = pytest.mark.taskq_ports("rate_limiter")
 
 SECOND = timedelta(seconds=1)
 LEASE = timedelta(seconds=10)

@@ -6,10 +6,11 @@ from datetime import timedelta
 
 import pytest
 
-from contracts.harness import Harness
-from contracts.helpers import at, claim, claim_one, enqueue_and_claim, get, new_job, register
 from taskq.domain.status import JobStatus
 from taskq.ports.store_params import Heartbeat, Reschedule
+from taskq.testing.harness import Harness
+
+from .helpers import at, claim, claim_one, enqueue_and_claim, get, new_job, register
 
 
 async def test_retry_schedules_the_job_and_consumes_the_attempt(harness: Harness) -> None:

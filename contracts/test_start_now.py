@@ -8,10 +8,11 @@ drain, the reclaim sweep and isolate-self rely on.
 
 from __future__ import annotations
 
-from contracts.harness import Harness
-from contracts.helpers import ACTORS, LEASE, at, claim, enqueue_n, get, register
 from taskq.domain.status import JobStatus
 from taskq.ports.store_params import ClaimRequest, Finish
+from taskq.testing.harness import Harness
+
+from .helpers import ACTORS, LEASE, at, claim, enqueue_n, get, register
 
 
 async def test_the_first_start_now_jobs_are_claimed_started(harness: Harness) -> None:

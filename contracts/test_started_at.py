@@ -13,10 +13,11 @@ from datetime import timedelta
 
 import pytest
 
-from contracts.harness import Harness
-from contracts.helpers import at, enqueue_and_claim, get
 from taskq.domain.status import JobStatus
 from taskq.ports.store_params import Finish, Reschedule
+from taskq.testing.harness import Harness
+
+from .helpers import at, enqueue_and_claim, get
 
 
 async def test_finish_without_a_mark_records_when_the_attempt_began(harness: Harness) -> None:

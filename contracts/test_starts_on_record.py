@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from contracts.harness import Harness
-from contracts.helpers import LEASE, TICK, at, claim_one, enqueue_and_claim, get, new_job, register
 from taskq.ports.store_params import Interruption, Isolation, ReclaimReport, Reschedule
+from taskq.testing.harness import Harness
+
+from .helpers import LEASE, TICK, at, claim_one, enqueue_and_claim, get, new_job, register
 
 
 async def test_a_claim_clears_an_earlier_attempts_start(harness: Harness) -> None:

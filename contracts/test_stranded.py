@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import timedelta
 
-from contracts.harness import Harness
-from contracts.helpers import at, claim_one, enqueue, new_job
 from taskq.domain.actor_config import ActorConfig
 from taskq.ports.queue_store import QueueStore
 from taskq.ports.store_params import Heartbeat, StrandedJobs, StrandedReason, WorkerInfo
+from taskq.testing.harness import Harness
+
+from .helpers import at, claim_one, enqueue, new_job
 
 LIVE = timedelta(seconds=60)
 

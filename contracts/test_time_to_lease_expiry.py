@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from contracts.harness import Harness
-from contracts.helpers import (
+from taskq.domain.job import DEFAULT_QUEUE
+from taskq.ports.store_params import ClaimRequest, Heartbeat, ReclaimReport
+from taskq.testing.harness import Harness
+
+from .helpers import (
     TICK,
     at,
     enqueue,
@@ -15,8 +18,6 @@ from contracts.helpers import (
     register,
     succeed,
 )
-from taskq.domain.job import DEFAULT_QUEUE
-from taskq.ports.store_params import ClaimRequest, Heartbeat, ReclaimReport
 
 
 async def test_no_running_job_means_no_expiry(harness: Harness) -> None:

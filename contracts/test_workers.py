@@ -6,17 +6,6 @@ from datetime import timedelta
 
 import pytest
 
-from contracts.harness import Harness
-from contracts.helpers import (
-    at,
-    claim,
-    claim_one,
-    enqueue,
-    enqueue_and_claim,
-    get,
-    new_job,
-    register,
-)
 from taskq.domain.cancel_phase import CancelPhase
 from taskq.domain.status import JobStatus
 from taskq.ports.store_params import (
@@ -26,6 +15,18 @@ from taskq.ports.store_params import (
     ReclaimReport,
     RunningJobView,
     WorkerRecord,
+)
+from taskq.testing.harness import Harness
+
+from .helpers import (
+    at,
+    claim,
+    claim_one,
+    enqueue,
+    enqueue_and_claim,
+    get,
+    new_job,
+    register,
 )
 
 LEASE_60 = timedelta(seconds=60)

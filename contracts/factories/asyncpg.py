@@ -10,14 +10,15 @@ from __future__ import annotations
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Final
 
-from contracts.factories.postgres_common import PortClasses, PostgresDriver, driver_harness
-from contracts.harness import Harness
 from taskq.adapters.asyncpg.driver import Pool
 from taskq.adapters.asyncpg.pool import PoolOptions, create_pool
 from taskq.adapters.asyncpg.store import AsyncpgQueueStore
+from taskq.testing.harness import Harness
+
+from .postgres_common import PortClasses, PostgresDriver, driver_harness
 
 if TYPE_CHECKING:
-    from contracts.harness import HarnessFactory
+    from taskq.testing.harness import HarnessFactory
 
 
 def _ports() -> PortClasses:

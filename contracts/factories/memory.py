@@ -6,7 +6,6 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING
 
-from contracts.harness import EPOCH, Harness
 from taskq.adapters.memory import (
     MEMORY_CAPABILITIES,
     FakeClock,
@@ -19,9 +18,10 @@ from taskq.ports.leader_lock import LeaderLock
 from taskq.ports.notifier import Notifier
 from taskq.ports.queue_store import QueueStore
 from taskq.ports.rate_limiter import RateLimiter
+from taskq.testing.harness import EPOCH, Harness
 
 if TYPE_CHECKING:
-    from contracts.harness import HarnessFactory
+    from taskq.testing.harness import HarnessFactory
 
 
 @asynccontextmanager

@@ -19,13 +19,6 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, TypeVar
 
-from contracts.harness import Harness
-from contracts.provision import (
-    create_migrated_schema,
-    drop_test_schema,
-    fresh_schema_name,
-    resolve_test_dsn,
-)
 from taskq.adapters.asyncpg import migrate
 from taskq.adapters.postgres.schema import Schema
 from taskq.adapters.postgres.store import POSTGRES_CAPABILITIES
@@ -34,6 +27,14 @@ from taskq.ports.leader_lock import LeaderLock
 from taskq.ports.notifier import Notifier
 from taskq.ports.queue_store import QueueStore
 from taskq.ports.rate_limiter import RateLimiter
+from taskq.testing.harness import Harness
+
+from ..provision import (
+    create_migrated_schema,
+    drop_test_schema,
+    fresh_schema_name,
+    resolve_test_dsn,
+)
 
 #: Every table a test may write; schema_migrations stays.
 TABLES: Final = (

@@ -15,13 +15,14 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
-from contracts.factories.memory import memory_harness
-from contracts.harness import Harness
 from taskq.adapters.redis import RedisRateLimiter, make_redis_client
 from taskq.ports.rate_limiter import RateLimiter
+from taskq.testing.harness import Harness
+
+from .memory import memory_harness
 
 if TYPE_CHECKING:
-    from contracts.harness import HarnessFactory
+    from taskq.testing.harness import HarnessFactory
 
 DEFAULT_URL = "redis://127.0.0.1:6379/15"
 

