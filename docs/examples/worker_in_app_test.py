@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from taskq import JobsClient, JobStatus, RetryPolicy, WorkerSettings, actor
 from taskq.adapters.memory import FakeClock, MemoryBackend
-from taskq.app.worker import run_worker
+from taskq.worker import run_worker
 
 # -- the application's code -------------------------------------------------------------
 

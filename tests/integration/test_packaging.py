@@ -33,8 +33,7 @@ TINY_ADAPTER = """
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from taskq.testing import Harness
-from taskq.testing.contracts.factories.memory import memory_harness
+from taskq.testing import Harness, memory_harness
 
 
 @asynccontextmanager

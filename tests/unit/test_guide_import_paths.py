@@ -63,3 +63,24 @@ def test_taskq_settings_names_the_settings_the_reference_types_with() -> None:
     from taskq.settings import TaskQSettings
 
     assert TaskQSettings is AppTaskQSettings
+
+
+def test_the_worker_package_names_what_the_guides_import() -> None:
+    worker = importlib.import_module("taskq.worker")
+    app_worker = importlib.import_module("taskq.app.worker")
+    for name in ("ExitCode", "Worker", "WorkerPorts", "run_worker", "worker_main"):
+        assert getattr(worker, name) is getattr(app_worker, name), name
+
+
+def test_the_guides_import_only_public_paths() -> None:
+    """The app layer's modules move between releases; what the guides teach must not."""
+    from pathlib import Path
+
+    docs = Path(__file__).resolve().parents[2] / "docs"
+    offenders = [
+        f"{path.relative_to(docs)}:{number}"
+        for path in sorted([*docs.rglob("*.md"), *docs.rglob("*.py")])
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if "from taskq.app" in line or "import taskq.app" in line
+    ]
+    assert offenders == []

@@ -17,12 +17,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # typed for checkers, imported lazily at run time
     from taskq.adapters.memory import FakeClock
     from taskq.testing.harness import EPOCH, Harness, HarnessFactory
+    from taskq.testing.memory import memory_harness
 
 _LAZY: dict[str, str] = {
     "EPOCH": "taskq.testing.harness",
     "FakeClock": "taskq.adapters.memory",
     "Harness": "taskq.testing.harness",
     "HarnessFactory": "taskq.testing.harness",
+    "memory_harness": "taskq.testing.memory",
 }
 
 
@@ -39,4 +41,4 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
 
 
-__all__ = ["EPOCH", "FakeClock", "Harness", "HarnessFactory"]
+__all__ = ["EPOCH", "FakeClock", "Harness", "HarnessFactory", "memory_harness"]

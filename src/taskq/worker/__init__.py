@@ -1,4 +1,9 @@
-"""The worker at the import paths the worker guide uses (``taskq.worker.run``).
+"""The worker's public names: ``taskq.worker`` and ``taskq.worker.run`` (the worker guide's path).
 
-Thin public names only: the runtime lives in :mod:`taskq.app.worker`.
+Thin re-exports only: the runtime lives in :mod:`taskq.app.worker`, so application code and
+the guides never import from the app layer's internals.
 """
+
+from taskq.app.worker import ExitCode, Worker, WorkerPorts, run_worker, worker_main
+
+__all__ = ["ExitCode", "Worker", "WorkerPorts", "run_worker", "worker_main"]

@@ -11,9 +11,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import NoReturn
 
-from contracts.factories.memory import memory_harness
-
-from taskq.testing import Harness
+from taskq.testing import Harness, memory_harness
 
 
 async def _not_implemented() -> NoReturn:
