@@ -44,7 +44,6 @@ from taskq.app.worker.hand_back import hand_back
 from taskq.app.worker.startup import worker_info
 from taskq.app.worker.state import ActiveJob, WorkerState
 from taskq.app.worker.waiting import (
-    bounded_store_call,
     first_done,
     kept,
     wait_event,
@@ -382,11 +381,7 @@ async def _apply_cancel_phases(state: WorkerState, report: HeartbeatReport) -> l
         elif isinstance(action, PersistForced):
             try:
                 # Bounded: an unanswered write here would hold the heartbeat loop itself.
-                await bounded_store_call(
-                    state.clock,
-                    state.settings.heartbeat_command_timeout,
-                    state.store.escalate_cancel(active.job.lease),
-                )
+                await state.write_bounds.command(state.store.escalate_cancel(active.job.lease))
             except TaskQError as exc:
                 events.emit(
                     events.JOB_WRITE_FAILED,
@@ -432,9 +427,7 @@ def _flag_lost_leases(
 async def _abandon(state: WorkerState, active: ActiveJob) -> None:
     job = active.job
     try:
-        await bounded_store_call(
-            state.clock,
-            state.settings.heartbeat_command_timeout,
+        await state.write_bounds.command(
             asyncio.shield(
                 state.store.finish(
                     Finish(lease=job.lease, status=JobStatus.ABANDONED, error=_ABANDON_MESSAGE)

@@ -41,7 +41,7 @@ from taskq.app.worker import events
 from taskq.app.worker.batching import GroupCommit
 from taskq.app.worker.refused_writes import UNSTORABLE, write_one_by_one
 from taskq.app.worker.state import WorkerState
-from taskq.app.worker.waiting import bounded_store_call, until_stopped, wait_event
+from taskq.app.worker.waiting import until_stopped, wait_event
 from taskq.domain.errors import SchemaNotMigrated, StoreUnavailable, TaskQError
 from taskq.domain.job import ClaimedJob
 from taskq.ports.store_params import ClaimRequest
@@ -201,11 +201,7 @@ async def _give_back_for_now(state: WorkerState, job: ClaimedJob) -> None:
         "runs in this worker",
     )
     try:
-        await bounded_store_call(
-            state.clock,
-            state.settings.heartbeat_command_timeout,
-            state.store.release(job.lease, delay=delay),
-        )
+        await state.write_bounds.command(state.store.release(job.lease, delay=delay))
     except TaskQError as exc:  # LeaseLost too: its lease lapses, or someone else has it
         events.emit(
             events.JOB_WRITE_FAILED, logging.ERROR, job_id=job.id, write="release", error=str(exc)

@@ -29,7 +29,6 @@ import random
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
-from functools import partial
 from typing import Any
 
 from opentelemetry.metrics import MeterProvider
@@ -42,8 +41,7 @@ from taskq.app.observability.metrics import WorkerMetrics, new_metrics_registry
 from taskq.app.observability.tracing import new_tracing
 from taskq.app.settings import WorkerSettings
 from taskq.app.worker import events, startup
-from taskq.app.worker.batching import GroupCommit
-from taskq.app.worker.consumer import Completer, Dispatcher
+from taskq.app.worker.consumer import Dispatcher
 from taskq.app.worker.exit_codes import ExitCode
 from taskq.app.worker.hand_back import LEAVING_BUDGET, hand_back
 from taskq.app.worker.health import health_server
@@ -52,16 +50,16 @@ from taskq.app.worker.leader import run_leader
 from taskq.app.worker.limits import declares_limits
 from taskq.app.worker.listener import run_listener
 from taskq.app.worker.metrics_view import StateView
+from taskq.app.worker.outcome_writes import new_completer
 from taskq.app.worker.ports import WorkerPorts
 from taskq.app.worker.producer import run_producer
 from taskq.app.worker.protocols import ActorLike, ActorScopes, DependenciesLike
-from taskq.app.worker.refused_writes import finish_flush
 from taskq.app.worker.shutdown import HardExitHook, ShutdownOrchestrator
 from taskq.app.worker.start_gate import StartGate
 from taskq.app.worker.start_marks import StartMarks
 from taskq.app.worker.state import WorkerState
 from taskq.app.worker.until_idle import run_until_idle
-from taskq.app.worker.waiting import JOB_WRITE_BOUND_SETTING, bounded_store_call, with_timeout
+from taskq.app.worker.waiting import with_timeout
 from taskq.app.worker.watchdog import (
     LoopLagMonitor,
     ShutdownWatchdog,
@@ -303,28 +301,9 @@ class Worker:
         marks = StartMarks(state)
         state.start_marks = marks
         # Start marks are small and written again when given up: the short bound. An
-        # outcome can be large and given up means run again: the lease (see waiting).
-        gate = StartGate(
-            store,
-            max_batch=MAX_WRITE_BATCH,
-            clock=state.clock,
-            call_timeout=self.settings.heartbeat_command_timeout,
-        )
-        write_bound = self.settings.lock_lease
-        completer: Completer = GroupCommit(
-            "completions",
-            finish_flush(
-                store,
-                bound=partial(
-                    bounded_store_call,
-                    state.clock,
-                    write_bound,
-                    setting=JOB_WRITE_BOUND_SETTING,
-                ),
-            ),
-            max_batch=MAX_WRITE_BATCH,
-            prepare=marks.restamp,
-        )
+        # outcome can be large and given up means run again: the lease (see write_bounds).
+        gate = StartGate(store, state.write_bounds, max_batch=MAX_WRITE_BATCH)
+        completer = new_completer(store, state.write_bounds, marks, max_batch=MAX_WRITE_BATCH)
         state.completer = completer
         dispatcher = Dispatcher(
             state, scopes, completer=completer, marks=marks, gate=gate, tracing=self.tracing

@@ -40,8 +40,9 @@ from datetime import timedelta
 from typing import Any, Final
 
 from taskq.app.worker import events
-from taskq.app.worker.consumer import WORKER_SHUTDOWN, log_interrupted
+from taskq.app.worker.attempt_outcome import WORKER_SHUTDOWN
 from taskq.app.worker.hand_back import LEAVING_BUDGET, hand_back, until_this_process_ends
+from taskq.app.worker.outcome_writes import log_interrupted
 from taskq.app.worker.state import ActiveJob, WorkerState
 from taskq.app.worker.waiting import wait_event, with_timeout
 from taskq.app.worker.watchdog import dump_tasks_on_request

@@ -24,7 +24,7 @@ from typing import Final
 
 from taskq.app.worker import events
 from taskq.app.worker.state import ActiveJob, WorkerState
-from taskq.app.worker.waiting import LatchEvent, bounded_store_call, wait_event
+from taskq.app.worker.waiting import LatchEvent, wait_event
 from taskq.domain.errors import TaskQError
 from taskq.ports.store_params import Finish
 
@@ -106,9 +106,7 @@ class StartMarks:
             return True
         try:
             lost = set(
-                await bounded_store_call(
-                    state.clock,
-                    state.settings.heartbeat_command_timeout,
+                await state.write_bounds.command(
                     state.store.mark_started(
                         [a.job.lease for a in due],
                         started_ago=[

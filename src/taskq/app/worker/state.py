@@ -21,6 +21,7 @@ from taskq.app.worker.ports import WorkerPorts
 from taskq.app.worker.protocols import ActorLike
 from taskq.app.worker.refused_writes import Written
 from taskq.app.worker.waiting import LatchEvent
+from taskq.app.worker.write_bounds import WriteBounds
 from taskq.domain.cancel import CancelController, GracePeriods
 from taskq.domain.job import ClaimedJob, Lease
 from taskq.domain.timeouts import AttemptBound
@@ -230,6 +231,8 @@ class WorkerState:
     claim_pace: ClaimPace = field(init=False)
     cancel_controller: CancelController = field(init=False)
     liveness: Liveness = field(init=False)
+    #: How long each write of this worker may take (one helper for every writer).
+    write_bounds: WriteBounds = field(init=False)
 
     def __post_init__(self) -> None:
         self.local_queue = LocalQueue(self.settings.max_concurrency)
@@ -243,6 +246,12 @@ class WorkerState:
             )
         )
         self.liveness = Liveness(self.ports.clock)
+        self.write_bounds = WriteBounds(
+            self.ports.clock,
+            lease=self.settings.lock_lease,
+            command_timeout=self.settings.heartbeat_command_timeout,
+            stop=self.shutdown_event,
+        )
 
     def __repr__(self) -> str:
         return (
