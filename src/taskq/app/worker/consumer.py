@@ -75,7 +75,8 @@ from taskq.app.worker.protocols import ActorScopes
 from taskq.app.worker.refused_writes import Written
 from taskq.app.worker.start_gate import StartGate, needs_gate
 from taskq.app.worker.start_marks import StartMarks
-from taskq.app.worker.state import ActiveJob, WorkerState
+from taskq.app.worker.state import ActiveJob
+from taskq.app.worker.task_views import ConsumerView
 from taskq.app.worker.timeouts import AttemptTimers
 from taskq.domain.errors import PayloadValidationError, TaskQError
 from taskq.domain.job import ClaimedJob
@@ -101,7 +102,7 @@ class Dispatcher:
 
     def __init__(
         self,
-        state: WorkerState,
+        state: ConsumerView,
         scopes: ActorScopes,
         *,
         completer: Completer,
@@ -120,6 +121,7 @@ class Dispatcher:
         self.gate = gate
         self.writes = OutcomeWrites(state, completer=completer, marks=marks)
         self._bounds = state.write_bounds
+        self._stopping = state.stopping
         self._backlog_limit = WRITE_BACKLOG_PER_SLOT * state.settings.max_concurrency
         # Plain ``def`` actors run here, all max_concurrency of them at once (see
         # actor_threads: why not the loop's default pool, why daemon threads).
@@ -128,7 +130,7 @@ class Dispatcher:
         self._threads = ActorThreads(state.settings.max_concurrency, hooks=hooks)
         self.timers = AttemptTimers(state, self._threads)
         self._hold: Callable[[], Callable[[], None]] | None = getattr(state.clock, "hold", None)
-        limiter = state.ports.rate_limiter
+        limiter = state.rate_limiter
         # Startup refuses actors with limits when there is no limiter (require_rate_limiter).
         self.limits = (
             None
@@ -144,7 +146,7 @@ class Dispatcher:
     async def run_consumer(self) -> None:
         """Dispatch jobs until the shutdown event; returns cleanly then."""
         state = self.state
-        queue = state.local_queue
+        queue, ledger = state.local_queue, state.ledger
         while not state.shutdown_event.is_set():
             job = queue.get_nowait()
             if job is None:
@@ -157,7 +159,7 @@ class Dispatcher:
                 write = await self._run(job)
             finally:
                 state.active.leave()
-            if write is not None and state.writes_in_flight > self._backlog_limit:
+            if write is not None and ledger.writes_in_flight > self._backlog_limit:
                 await OutcomeWrites.settle(write)  # the database is behind: wait for this one
 
     def _slot_taken(self) -> None:
@@ -210,9 +212,10 @@ class Dispatcher:
         # Started by its claim, or to be marked by the gate before it runs: no lazy mark.
         self.marks.started(active, marked=job.started or active.gated)
         # A shutdown already cancelling covers jobs that start after it began.
-        if state.shutdown_cancel == "cooperative":
+        shutdown_cancel = self._stopping.cancel
+        if shutdown_cancel == "cooperative":
             active.request_cancel("shutdown")
-        elif state.shutdown_cancel == "forced":
+        elif shutdown_cancel == "forced":
             active.force_cancel("shutdown")
         try:
             ended = await self._execute(active)
@@ -298,7 +301,7 @@ class Dispatcher:
             )
             return False
         if not held:
-            level = logging.INFO if state.shutdown_in_progress else logging.WARNING
+            level = logging.INFO if state.stopping.in_progress else logging.WARNING
             events.emit(
                 events.JOB_LEASE_LOST,
                 level,

@@ -32,7 +32,9 @@ from taskq.app.worker.batching import GroupCommit
 from taskq.app.worker.hand_back import until_this_process_ends
 from taskq.app.worker.refused_writes import FailedInstead, Written, finish_flush
 from taskq.app.worker.start_marks import StartMarks
-from taskq.app.worker.state import ActiveJob, WorkerState
+from taskq.app.worker.state import ActiveJob
+from taskq.app.worker.store_roles import CompleterStore
+from taskq.app.worker.task_views import ConsumerView
 from taskq.app.worker.write_bounds import WriteBounds
 from taskq.domain.cancel import consumer_skips_mark_cancelled
 from taskq.domain.errors import LeaseLost, TaskQError
@@ -48,7 +50,6 @@ from taskq.domain.outcomes import (
 )
 from taskq.domain.retry import decide
 from taskq.domain.status import JobStatus
-from taskq.ports.queue_store import JobFinisher
 from taskq.ports.store_params import Finish, Interruption, Reschedule
 
 #: How long a job of an actor this worker does not know waits before it is offered again.
@@ -63,7 +64,7 @@ Completer = GroupCommit[Finish, Written]
 
 
 def new_completer(
-    store: JobFinisher, bounds: WriteBounds, marks: StartMarks, *, max_batch: int
+    store: CompleterStore, bounds: WriteBounds, marks: StartMarks, *, max_batch: int
 ) -> Completer:
     """The batched terminal writes of one worker's consumers, each round trip bounded
     by the lease (an outcome can be large, and given up means run again)."""
@@ -78,10 +79,12 @@ def new_completer(
 class OutcomeWrites:
     """Writes the outcomes of one worker's attempts (see the module docstring)."""
 
-    def __init__(self, state: WorkerState, *, completer: Completer, marks: StartMarks) -> None:
+    def __init__(self, state: ConsumerView, *, completer: Completer, marks: StartMarks) -> None:
         self.state = state
         self.completer = completer
         self.marks = marks
+        #: The consumers' own part of the state: what is being written, what did not land.
+        self.ledger = state.ledger
         self._bounds = state.write_bounds
         self._retries: set[asyncio.Task[None]] = set()
 
@@ -131,7 +134,7 @@ class OutcomeWrites:
         state.active.remove(job.id)
         if active.abandon_queued or (
             isinstance(decision, Cancel)
-            and consumer_skips_mark_cancelled(state.cancel_controller.phase_of(job.id))
+            and consumer_skips_mark_cancelled(state.watch.cancel_controller.phase_of(job.id))
         ):
             self.marks.ended(active)
             return None  # the abandonment owns the write
@@ -139,7 +142,7 @@ class OutcomeWrites:
         # The job stays with the start marks until its write is answered: its row is
         # still running until then, and a drain must not take it for an unstarted one.
         if isinstance(decision, Complete | Fail | Cancel):
-            state.writes_in_flight += 1
+            self.ledger.writes_in_flight += 1
             finish = finish_of(active, decision, started_ago)
             return self._submit(active, finish, type(decision).__name__, 0)
         try:
@@ -176,7 +179,7 @@ class OutcomeWrites:
         self, active: ActiveJob, finish: Finish, what: str, retries: int
     ) -> asyncio.Future[Written]:
         """Queue ``finish`` for the next batched write; ``_written`` handles the answer."""
-        self.state.writing.add(active.job.id)
+        self.ledger.writing.add(active.job.id)
         write = self.completer.submit(finish)
         write.add_done_callback(partial(self._written, active, finish, what, retries))
         return write
@@ -212,10 +215,12 @@ class OutcomeWrites:
             task.add_done_callback(self._retries.discard)
             return
         self.marks.ended(active)
-        state.writes_in_flight -= 1
-        state.writing.discard(job.id)
+        ledger = self.ledger
+        ledger.writes_in_flight -= 1
+        ledger.writing.discard(job.id)
         if done.cancelled() or done.exception() is not None:
-            state.unwritten.add(job.lease)  # it ran; its lease and the sweep decide what follows
+            # It ran; its lease and the sweep decide what follows.
+            ledger.unwritten.add(job.lease)
         if done.cancelled():
             events.emit(
                 events.JOB_WRITE_FAILED,
@@ -248,7 +253,7 @@ class OutcomeWrites:
                 write=what,
             )
         elif what == "Fail":
-            state.drain_failures += 1
+            self.ledger.drain_failures += 1
 
     async def _retry(
         self, active: ActiveJob, finish: Finish, what: str, retries: int, delay: float
@@ -258,9 +263,9 @@ class OutcomeWrites:
         except asyncio.CancelledError:
             # The worker stopped first: the job is left to its lease and the sweep.
             self.marks.ended(active)
-            self.state.writes_in_flight -= 1
-            self.state.writing.discard(active.job.id)
-            self.state.unwritten.add(active.job.lease)
+            self.ledger.writes_in_flight -= 1
+            self.ledger.writing.discard(active.job.id)
+            self.ledger.unwritten.add(active.job.lease)
             raise
         self._submit(active, finish, what, retries)
 
@@ -302,8 +307,7 @@ class OutcomeWrites:
 
     async def _guarded_write(self, job: ClaimedJob, what: str, write: Awaitable[object]) -> bool:
         """Await an owner write shielded from cancellation; True when it landed."""
-        state = self.state
-        state.writing.add(job.id)
+        self.ledger.writing.add(job.id)
         try:
             # Bounded by the lease, so a network that stopped answering cannot hold the
             # slot for the kernel's TCP timeouts; past the shutdown, given up on sooner
@@ -321,7 +325,8 @@ class OutcomeWrites:
         except Exception as exc:
             # Not retried: the lease expires and the leader's sweep reclaims the job.
             if what != RELEASE:
-                state.unwritten.add(job.lease)  # it ran: not the heartbeat's orphan to give back
+                # It ran: not the heartbeat's orphan to give back.
+                self.ledger.unwritten.add(job.lease)
             events.emit(
                 events.JOB_WRITE_FAILED,
                 logging.ERROR,
@@ -333,7 +338,7 @@ class OutcomeWrites:
             )
             return False
         finally:
-            state.writing.discard(job.id)
+            self.ledger.writing.discard(job.id)
         return True
 
 

@@ -145,7 +145,7 @@ class Worker:
             name for name, ref in self.state.registry.items() if declares_limits(ref)
         )
         self.orchestrator = ShutdownOrchestrator(self.state, hard_exit=hard_exit or _hard_exit)
-        self.state.request_shutdown = self.request_shutdown
+        self.state.stopping.request_shutdown = self.request_shutdown
         self.dependencies = dependencies
         self.until_idle = until_idle
         self.idle_max_runtime = (
@@ -258,17 +258,17 @@ class Worker:
             # Our own cancel (a soft watchdog trip): consume it and report the trip's code.
             if self._run_task is not None:
                 self._run_task.uncancel()
-            self.state.set_exit_code(self._tripped.exit_code)
+            self.state.stopping.set_exit_code(self._tripped.exit_code)
         except Exception:
             # A sibling crash (its guard logged it and set the code) or a failing
             # scope teardown (logged here).
-            if self.state.exit_code is None:
+            if self.state.stopping.exit_code is None:
                 events.emit(
                     events.WORKER_SIBLING_CRASHED, logging.ERROR, exc_info=True, loop="worker"
                 )
-            self.state.set_exit_code(ExitCode.ERROR)
+            self.state.stopping.set_exit_code(ExitCode.ERROR)
         finally:
-            if self._siblings and not self.state.store_suspect:
+            if self._siblings and not self.state.watch.store_suspect:
                 # Normally nothing is left; after a crash, or writes that did not land,
                 # what is still owned goes back by the rule for interruptions. (Not while
                 # the store is failing: the write would only wait out its timeout; the
@@ -281,18 +281,22 @@ class Worker:
                 )
             await startup.deregister(self.state)
         if self.problem is None:
-            self.problem = self.state.problem
-        began = self.state.shutdown_started_at
+            self.problem = self.state.stopping.problem
+        began = self.state.stopping.started_at
         if began is not None:
             self.metrics.shutdown_took(max(self.state.clock.monotonic() - began, 0.0))
-        code = self.state.exit_code if self.state.exit_code is not None else int(ExitCode.OK)
+        code = (
+            self.state.stopping.exit_code
+            if self.state.stopping.exit_code is not None
+            else int(ExitCode.OK)
+        )
         events.emit(events.WORKER_STOPPED, worker_id=self.worker_id, exit_code=code)
         return code
 
     def _refuse(self, exc: Exception, *, what: str = "", then: str = "") -> int:
         self.problem = f"{what}{exc}{then}"
         events.emit(events.WORKER_CONFIG_ERROR, logging.ERROR, error=self.problem)
-        self.state.set_exit_code(ExitCode.ERROR)
+        self.state.stopping.set_exit_code(ExitCode.ERROR)
         return int(ExitCode.ERROR)
 
     async def _run_group(self, scopes: ActorScopes) -> None:
@@ -387,7 +391,7 @@ class Worker:
             await body()
         except Exception:
             verdict = judge_sibling_exit(
-                name, raised=True, shutdown_in_progress=state.shutdown_in_progress
+                name, raised=True, shutdown_in_progress=state.stopping.in_progress
             )
             for action in verdict.actions:
                 if isinstance(action, SetShutdownEvent):
@@ -396,10 +400,10 @@ class Worker:
                     state.sibling_crashes[action.loop] += 1
                     state.metrics.sibling_crashed(action.loop)
             events.emit(events.WORKER_SIBLING_CRASHED, logging.ERROR, exc_info=True, loop=name)
-            state.set_exit_code(ExitCode.ERROR)
+            state.stopping.set_exit_code(ExitCode.ERROR)
             raise
         verdict = judge_sibling_exit(
-            name, raised=False, shutdown_in_progress=state.shutdown_in_progress
+            name, raised=False, shutdown_in_progress=state.stopping.in_progress
         )
         for action in verdict.actions:
             if isinstance(action, SetShutdownEvent):
@@ -413,7 +417,7 @@ class Worker:
                     loop=name,
                     detector=verdict.detector.value if verdict.detector else None,
                 )
-                state.set_exit_code(ExitCode.ERROR)
+                state.stopping.set_exit_code(ExitCode.ERROR)
                 raise action.error()
 
     # -- watchdog ------------------------------------------------------------------------

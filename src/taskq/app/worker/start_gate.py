@@ -32,10 +32,10 @@ from collections.abc import Sequence
 from typing import Final
 
 from taskq.app.worker.batching import GroupCommit
+from taskq.app.worker.store_roles import StartMarkStore
 from taskq.app.worker.write_bounds import WriteBounds
 from taskq.domain.job import ClaimedJob, Lease
 from taskq.domain.retry import RetryPolicy
-from taskq.ports.queue_store import JobClaimer
 
 #: Most marks one round trip carries.
 MAX_MARK_BATCH: Final = 100
@@ -53,7 +53,7 @@ class StartGate:
 
     def __init__(
         self,
-        store: JobClaimer,
+        store: StartMarkStore,
         bounds: WriteBounds | None = None,
         *,
         max_batch: int = MAX_MARK_BATCH,

@@ -56,16 +56,19 @@ class WriteBounds:
         """``work``, any other write of the worker's, given up after the command timeout."""
         return bounded_store_call(self._clock, self._command, work)
 
-    async def until_stopped(self, work: asyncio.Future[T]) -> T:
+    # Plain functions returning the coroutine: no frame of their own on a job's path.
+
+    def until_stopped(self, work: asyncio.Future[T]) -> Coroutine[Any, Any, T]:
         """Wait for ``work`` (shielded: it goes on whatever happens to the waiter) until
         the command timeout after the stop; ``TimeoutError`` then."""
-        return await until_stopped(self._clock, asyncio.shield(work), self._stop, self._command)
+        return until_stopped(self._clock, asyncio.shield(work), self._stop, self._command)
 
-    async def job_write(self, work: Awaitable[T]) -> T:
-        """``work``, a job's outcome, bounded by its lease and waited for until the stop."""
+    def job_write(self, work: Awaitable[T]) -> Coroutine[Any, Any, T]:
+        """``work``, a job's outcome, bounded by its lease and waited for until the stop
+        (it starts now; await the result)."""
         task = asyncio.ensure_future(self.job(work))
         kept(task)  # its failure is the waiter's to report, or nobody's once abandoned
-        return await self.until_stopped(task)
+        return self.until_stopped(task)
 
 
 __all__ = ["WriteBounds"]
