@@ -131,10 +131,13 @@ async def _claim(state: ProducerView, actors: list[str], limit: int) -> int | No
                     # A write the store cannot keep refused the round trip (nothing written,
                     # nothing claimed): the writes go one by one, the claim alone.
                     assert writes is not None
-                    writes.settle(
-                        carried,
-                        await write_one_by_one(state.store, [finish for finish, _ in carried]),
+                    # Each bounded by the lease, as the completer's own writes are.
+                    one_by_one = write_one_by_one(
+                        state.store,
+                        [finish for finish, _ in carried],
+                        bound=state.write_bounds.job,
                     )
+                    writes.settle(carried, await one_by_one)
                     carried = []
                     jobs = await _bounded(state, state.store.claim(request))
             else:
