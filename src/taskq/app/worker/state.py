@@ -122,6 +122,27 @@ class ActiveJob:
             self.task.cancel()
 
 
+class ActiveJobsView(Protocol):
+    """The in-flight jobs as every task but the consumers sees them: read, never changed
+    (a job is asked to stop through its own ``request_cancel`` / ``force_cancel``)."""
+
+    @property
+    def busy(self) -> int: ...
+
+    @property
+    def changed(self) -> asyncio.Event: ...
+
+    def __len__(self) -> int: ...
+
+    def __iter__(self) -> Iterator[ActiveJob]: ...
+
+    def __contains__(self, job_id: object) -> bool: ...
+
+    def get(self, job_id: int) -> ActiveJob | None: ...
+
+    def ids(self) -> set[int]: ...
+
+
 class ActiveJobs:
     """In-flight jobs by id, and how many jobs consumers hold at all.
 

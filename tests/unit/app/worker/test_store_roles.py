@@ -110,6 +110,7 @@ def test_no_task_view_lets_a_task_replace_a_part_another_owns() -> None:
         "watch": {task_views.HeartbeatView},
         "ledger": {task_views.ConsumerView},
         "stopping": {task_views.ShutdownView},
+        "active": {task_views.ConsumerView},
     }
     for part, owners in owned.items():
         for view in VIEW_STORES:
