@@ -446,8 +446,4 @@ def _settle_once(settled: asyncio.Future[None], _: object) -> None:
         settled.set_result(None)
 
 
-__all__ = [
-    "WORKER_SHUTDOWN",
-    "Completer",
-    "Dispatcher",
-]
+__all__ = ["WRITE_BACKLOG_PER_SLOT", "Dispatcher"]

@@ -14,7 +14,7 @@ from taskq.adapters.memory import FakeClock, MemoryBackend, MemoryQueueStore
 from taskq.app.actors import actor
 from taskq.app.context import JobContext
 from taskq.app.worker import events
-from taskq.app.worker.consumer import WORKER_SHUTDOWN
+from taskq.app.worker.attempt_outcome import WORKER_SHUTDOWN
 from taskq.app.worker.exit_guard import EXIT_GRACE
 from taskq.app.worker.protocols import Registry
 from taskq.app.worker.shutdown import install_signal_handlers
