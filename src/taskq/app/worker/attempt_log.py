@@ -32,7 +32,8 @@ import logging
 from typing import Any, Final
 
 from taskq.app.worker import events
-from taskq.app.worker.state import ActiveJob, WorkerState
+from taskq.app.worker.state import ActiveJob
+from taskq.app.worker.task_views import WorkerBasics
 from taskq.domain.job import ClaimedJob
 from taskq.domain.outcomes import (
     Cancel,
@@ -71,7 +72,7 @@ def started(job: ClaimedJob) -> None:
         )
 
 
-def concluded(active: ActiveJob, outcome: Outcome, decision: Decision, state: WorkerState) -> None:
+def concluded(active: ActiveJob, outcome: Outcome, decision: Decision, state: WorkerBasics) -> None:
     """The attempt of ``active`` ended with ``outcome``, and ``decision`` is what follows.
 
     An error the job will be retried after is a WARNING, a job failed for good
@@ -123,7 +124,7 @@ def job_fields(active: ActiveJob) -> dict[str, Any]:
     return fields
 
 
-def _finished(active: ActiveJob, outcome: str, state: WorkerState) -> None:
+def _finished(active: ActiveJob, outcome: str, state: WorkerBasics) -> None:
     events.emit(
         events.JOB_FINISHED,
         _DEBUG,

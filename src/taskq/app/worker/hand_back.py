@@ -22,7 +22,8 @@ from typing import Final
 from taskq.app.worker import events
 from taskq.app.worker.attempt_log import job_fields
 from taskq.app.worker.exit_guard import EXIT_GRACE
-from taskq.app.worker.state import ActiveJob, WorkerState
+from taskq.app.worker.state import ActiveJob
+from taskq.app.worker.task_views import HandBackView, WorkerBasics
 from taskq.app.worker.waiting import with_timeout
 from taskq.domain.errors import TaskQError
 from taskq.ports.store_params import Isolation
@@ -34,19 +35,19 @@ HANDBACK_RETRY_DELAY: Final = timedelta(seconds=5)
 LEAVING_BUDGET: Final = 1.0
 
 
-def until_this_process_ends(state: WorkerState) -> timedelta:
+def until_this_process_ends(state: WorkerBasics) -> timedelta:
     """How long until this process has surely ended: the rest of its termination grace
     (the watchdog ends it by then) plus the exit guard's grace. A job whose code may
     still run here (a sync actor's thread, a task that swallows its cancellation) is
     due again no sooner, so no other worker starts it alongside."""
     left = state.settings.termination_grace_period
-    if state.shutdown_started_at is not None:
-        left -= state.clock.monotonic() - state.shutdown_started_at
+    if state.stopping.started_at is not None:
+        left -= state.clock.monotonic() - state.stopping.started_at
     return timedelta(seconds=max(left, 0.0) + EXIT_GRACE)
 
 
 async def hand_back(
-    state: WorkerState, *, error_class: str, error: str | None, budget: float
+    state: HandBackView, *, error_class: str, error: str | None, budget: float
 ) -> list[int] | None:
     """Hand back every running job of this worker; the affected ids, None when the
     write failed or did not answer within ``budget`` seconds (the leader's sweep then

@@ -17,7 +17,7 @@ from prometheus_client import CollectorRegistry
 
 from taskq.app.observability.gauges import register_worker_gauges
 from taskq.app.observability.health_view import WorkerSnapshot
-from taskq.app.worker.state import WorkerState
+from taskq.app.worker.task_views import HealthView
 from taskq.app.worker.watchdog import task_dump
 from taskq.domain.shutdown import ShutdownPhase
 
@@ -30,7 +30,7 @@ class StateHealth:
 
     def __init__(
         self,
-        state: WorkerState,
+        state: HealthView,
         loop: asyncio.AbstractEventLoop,
         *,
         phase: Callable[[], ShutdownPhase],
@@ -61,13 +61,13 @@ class StateHealth:
         watchdog = state.settings.watchdog
         table = state.liveness.table  # immutable, swapped on each tick: one consistent read
         stale = table.stale(now, watchdog.tick_grace_factor, watchdog.stale_floor)
-        started_at = state.shutdown_started_at
+        started_at = state.stopping.started_at
         return WorkerSnapshot(
             active_jobs=state.active.busy,
-            is_leader=state.is_leader,
+            is_leader=state.leadership.is_leader,
             shutdown_phase=int(phase),
             shutdown_phase_name=None if phase is ShutdownPhase.NONE else phase.name,
-            shutting_down=state.shutdown_in_progress,
+            shutting_down=state.stopping.in_progress,
             started=self._started(),
             shutdown_elapsed_seconds=None if started_at is None else max(0.0, now - started_at),
             loop_tick_ages=table.tick_ages(now),
@@ -83,7 +83,7 @@ class StateHealth:
 
 
 def health_server(
-    state: WorkerState,
+    state: HealthView,
     registry: CollectorRegistry,
     *,
     phase: Callable[[], ShutdownPhase],

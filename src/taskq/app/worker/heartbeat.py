@@ -42,9 +42,9 @@ from taskq.app.worker.attempt_log import job_fields
 from taskq.app.worker.exit_codes import ExitCode
 from taskq.app.worker.hand_back import hand_back
 from taskq.app.worker.startup import worker_info
-from taskq.app.worker.state import ActiveJob, WorkerState
+from taskq.app.worker.state import ActiveJob
+from taskq.app.worker.task_views import HeartbeatView
 from taskq.app.worker.waiting import (
-    bounded_store_call,
     first_done,
     kept,
     wait_event,
@@ -58,8 +58,6 @@ from taskq.domain.status import JobStatus
 from taskq.ports.rate_limiter import RateLimiter
 from taskq.ports.store_params import Finish, Heartbeat, HeartbeatReport
 
-#: How many given-back orphan leases the worker remembers (a claim answered that late is rare).
-GIVEN_BACK_KEPT: Final = 4096
 #: How much sooner than the beat's bound the store's own bound ends (at most a fifth of
 #: it): the time its driver may take to give the statement up and say what it waited
 #: for (psycopg waits up to 0.5 s for the server to acknowledge a cancel).
@@ -71,7 +69,7 @@ _ABANDON_MESSAGE: Final = (
 )
 
 
-async def run_heartbeat(state: WorkerState) -> None:
+async def run_heartbeat(state: HeartbeatView) -> None:
     """Beat every heartbeat_interval until the shutdown event (or isolate-self)."""
     interval = state.settings.heartbeat_interval
     clock = state.clock
@@ -86,10 +84,10 @@ async def run_heartbeat(state: WorkerState) -> None:
         error = await beat(state)
         if error is None:
             failures, extended_at = 0, started
-            state.store_suspect = False
+            state.watch.store_suspect = False
             continue
         failures += 1
-        state.store_suspect = True
+        state.watch.store_suspect = True
         state.metrics.heartbeat_failed()
         took = clock.monotonic() - started
         events.emit(
@@ -109,7 +107,7 @@ async def run_heartbeat(state: WorkerState) -> None:
     state.liveness.forget("heartbeat")
 
 
-async def beat(state: WorkerState) -> str | None:
+async def beat(state: HeartbeatView) -> str | None:
     """One heartbeat and its cancel-phase work; why the heartbeat call failed, else None."""
     watched = {a.job.id: a for a in state.active}
     _extend_reservations(state)  # beside the heartbeat call, never holding it up
@@ -123,8 +121,8 @@ async def beat(state: WorkerState) -> str | None:
                 Heartbeat(
                     worker_id=state.worker_id,
                     lease=state.lease,
-                    is_leader=state.is_leader,
-                    let_lapse=tuple(state.unwritten),
+                    is_leader=state.leadership.is_leader,
+                    let_lapse=tuple(state.ledger.unwritten),
                     timeout=timedelta(seconds=_store_bound(timeout)),
                 )
             ),
@@ -160,7 +158,7 @@ def _beat_error(exc: BaseException, timeout: float) -> str:
     return str(exc) or type(exc).__name__
 
 
-async def _register_again(state: WorkerState) -> None:
+async def _register_again(state: HeartbeatView) -> None:
     """Put back this worker's ``workers`` row, which a stale-workers sweep removed (the
     process was paused past 2 x lock_lease): it is alive and keeps working. A failure is
     logged; the next beat finds the row still missing and tries again."""
@@ -177,7 +175,7 @@ async def _register_again(state: WorkerState) -> None:
         events.emit(events.HEARTBEAT_FAILED, logging.WARNING, error=f"re-register: {error}")
 
 
-async def _release_orphans(state: WorkerState, report: HeartbeatReport) -> None:
+async def _release_orphans(state: HeartbeatView, report: HeartbeatReport) -> None:
     """Give back owned jobs this worker never received (a claim whose reply was lost).
 
     A claim can commit and its answer never arrive (a dropped connection): its
@@ -189,20 +187,20 @@ async def _release_orphans(state: WorkerState, report: HeartbeatReport) -> None:
     is answered long before the next) never ran here: it is released, pending
     again at once, its attempt refunded, even if a claim marked it started.
     Should that claim's answer arrive after all, the producer drops the job
-    unrun (``state.given_back``). A job that ran and whose write gave up is not
+    unrun (``state.watch.given_back``). A job that ran and whose write gave up is not
     given back: its lease lapses (see ``beat``) and the sweep reclaims it, as it
     would a crashed worker's.
     """
-    if state.shutdown_in_progress:
+    if state.stopping.in_progress:
         return  # the shutdown's drain and the sweep own what is left
     # A job that ran unwritten stops mattering once this lease of it is gone.
-    state.unwritten.intersection_update(view.lease for view in report.running)
-    held = state.active.ids() | state.writing
-    held.update(lease.job_id for lease in state.unwritten)
+    state.ledger.keep_unwritten(view.lease for view in report.running)
+    held = state.active.ids() | state.ledger.writing
+    held.update(lease.job_id for lease in state.ledger.unwritten)
     held.update(job.id for job in state.local_queue.snapshot())
     unknown = {view.lease for view in report.running if view.lease.job_id not in held}
-    orphans = sorted(unknown & state.orphan_suspects, key=lambda lease: lease.job_id)
-    state.orphan_suspects = unknown - set(orphans)
+    orphans = sorted(unknown & state.watch.orphan_suspects, key=lambda lease: lease.job_id)
+    state.watch.orphan_suspects = unknown - set(orphans)
     for lease in orphans:
         events.emit(
             events.JOB_ORPHAN_RELEASED,
@@ -213,11 +211,11 @@ async def _release_orphans(state: WorkerState, report: HeartbeatReport) -> None:
         )
         # Before the write: if it lands but its answer is lost, the late claim is still
         # dropped; if it did not land, the job is found again at the next beats.
-        _remember_given_back(state, lease)
+        state.watch.remember_given_back(lease)
         await _release_now(state, lease, "release-orphan")
 
 
-async def _release_cancelled_in_queue(state: WorkerState, report: HeartbeatReport) -> None:
+async def _release_cancelled_in_queue(state: HeartbeatView, report: HeartbeatReport) -> None:
     """Give back, unrun, the jobs waiting in the local queue whose cancel was requested.
 
     A job claimed ahead is running in the store while it waits in this worker's
@@ -227,7 +225,7 @@ async def _release_cancelled_in_queue(state: WorkerState, report: HeartbeatRepor
     was requested ``cancelled``. A release that fails leaves the job owned and
     unheld: the orphan release gives it back at the next beats.
     """
-    if state.shutdown_in_progress:
+    if state.stopping.in_progress:
         return  # the shutdown's drain gives the queue back (cancelled ones end cancelled)
     asked = {view.lease for view in report.running if view.cancel_phase >= CancelPhase.COOPERATIVE}
     if not asked:
@@ -247,7 +245,7 @@ async def _release_cancelled_in_queue(state: WorkerState, report: HeartbeatRepor
         await _release_now(state, job.lease, "release-cancelled")
 
 
-async def _release_now(state: WorkerState, lease: Lease, write: str) -> None:
+async def _release_now(state: HeartbeatView, lease: Lease, write: str) -> None:
     """Release ``lease`` (pending again at once, or cancelled if that was asked), within
     ``heartbeat_command_timeout``: a row another session holds locked must not hold up
     the beat. A failure is logged; the job, owned and unheld, is then found again by the
@@ -275,15 +273,7 @@ async def _release_now(state: WorkerState, lease: Lease, write: str) -> None:
         )
 
 
-def _remember_given_back(state: WorkerState, lease: Lease) -> None:
-    """Remember a lease given back, so its claim's late answer is not run (bounded)."""
-    given_back = state.given_back
-    given_back[lease] = None
-    while len(given_back) > GIVEN_BACK_KEPT:
-        del given_back[next(iter(given_back))]
-
-
-def _extend_reservations(state: WorkerState) -> None:
+def _extend_reservations(state: HeartbeatView) -> None:
     """Start extending this worker's reservation leases (``RateLimiter.extend``).
 
     It runs in a task of its own, beside the heartbeat call, and no beat waits
@@ -291,18 +281,18 @@ def _extend_reservations(state: WorkerState) -> None:
     answering must not delay the beats that keep the jobs' leases. One still
     under way when the next beat comes is left to end, not doubled.
     """
-    limiter = state.ports.rate_limiter
+    limiter = state.rate_limiter
     if limiter is None:
         return
-    previous = state.reservations_extension
+    previous = state.watch.reservations_extension
     if previous is not None and not previous.done():
         return
     extension = asyncio.ensure_future(_extend_bounded(state, limiter))
     kept(extension)
-    state.reservations_extension = extension
+    state.watch.reservations_extension = extension
 
 
-async def _extend_bounded(state: WorkerState, limiter: RateLimiter) -> None:
+async def _extend_bounded(state: HeartbeatView, limiter: RateLimiter) -> None:
     """One ``extend``, logged once (``heartbeat-failed``, part ``reservations``) when it
     fails or has not answered within ``heartbeat_command_timeout``; not a failed
     heartbeat, the jobs' leases do not depend on it.
@@ -349,7 +339,7 @@ async def _extend_bounded(state: WorkerState, limiter: RateLimiter) -> None:
         _log_extension_failed(state, str(exc) or type(exc).__name__)
 
 
-def _log_extension_failed(state: WorkerState, error: str) -> None:
+def _log_extension_failed(state: HeartbeatView, error: str) -> None:
     events.emit(
         events.HEARTBEAT_FAILED,
         logging.WARNING,
@@ -360,12 +350,12 @@ def _log_extension_failed(state: WorkerState, error: str) -> None:
     )
 
 
-async def _apply_cancel_phases(state: WorkerState, report: HeartbeatReport) -> list[ActiveJob]:
+async def _apply_cancel_phases(state: HeartbeatView, report: HeartbeatReport) -> list[ActiveJob]:
     observed = {view.lease.job_id: view.cancel_phase for view in report.running}
-    controller, actions = state.cancel_controller.tick(
+    controller, actions = state.watch.cancel_controller.tick(
         observed, state.clock.monotonic(), running=state.active.ids()
     )
-    state.cancel_controller = controller
+    state.watch.cancel_controller = controller
     abandons: list[ActiveJob] = []
     for job_id, action in actions:
         active = state.active.get(job_id)
@@ -382,11 +372,7 @@ async def _apply_cancel_phases(state: WorkerState, report: HeartbeatReport) -> l
         elif isinstance(action, PersistForced):
             try:
                 # Bounded: an unanswered write here would hold the heartbeat loop itself.
-                await bounded_store_call(
-                    state.clock,
-                    state.settings.heartbeat_command_timeout,
-                    state.store.escalate_cancel(active.job.lease),
-                )
+                await state.write_bounds.command(state.store.escalate_cancel(active.job.lease))
             except TaskQError as exc:
                 events.emit(
                     events.JOB_WRITE_FAILED,
@@ -405,7 +391,7 @@ async def _apply_cancel_phases(state: WorkerState, report: HeartbeatReport) -> l
 
 
 def _flag_lost_leases(
-    state: WorkerState, report: HeartbeatReport, watched: dict[int, ActiveJob]
+    state: HeartbeatView, report: HeartbeatReport, watched: dict[int, ActiveJob]
 ) -> None:
     # Only jobs already running before the beat: a job claimed during it is
     # missing from the report for no bad reason.
@@ -429,12 +415,10 @@ def _flag_lost_leases(
         active.request_cancel("lease_lost")
 
 
-async def _abandon(state: WorkerState, active: ActiveJob) -> None:
+async def _abandon(state: HeartbeatView, active: ActiveJob) -> None:
     job = active.job
     try:
-        await bounded_store_call(
-            state.clock,
-            state.settings.heartbeat_command_timeout,
+        await state.write_bounds.command(
             asyncio.shield(
                 state.store.finish(
                     Finish(lease=job.lease, status=JobStatus.ABANDONED, error=_ABANDON_MESSAGE)
@@ -457,7 +441,7 @@ async def _abandon(state: WorkerState, active: ActiveJob) -> None:
         settled.set_result(None)
 
 
-async def isolate_self(state: WorkerState, failures: int) -> None:
+async def isolate_self(state: HeartbeatView, failures: int) -> None:
     """Hand this worker's jobs back, stop its tasks, and shut the worker down."""
     affected = await hand_back(
         state,
@@ -477,5 +461,5 @@ async def isolate_self(state: WorkerState, failures: int) -> None:
     state.producer_stop.set()
     for active in state.active:
         active.force_cancel("lease_lost")
-    state.set_exit_code(ExitCode.ERROR)
+    state.stopping.set_exit_code(ExitCode.ERROR)
     state.shutdown_event.set()

@@ -47,7 +47,7 @@ from taskq.app.scheduling.schedule import CronSchedule
 from taskq.app.worker import events
 from taskq.app.worker import stranded as stranded_jobs
 from taskq.app.worker.schedule import Schedule, daily_schedule
-from taskq.app.worker.state import WorkerState
+from taskq.app.worker.task_views import LeaderView
 from taskq.app.worker.waiting import until_stopped, wait_event, with_timeout
 from taskq.domain.errors import TaskQError
 from taskq.domain.job import EnqueueResult
@@ -70,16 +70,16 @@ STRANDED_INTERVAL: Final = 60.0
 #: started with the leader to have registered.
 STRANDED_FIRST_DELAY: Final = 5.0
 
-Step = Callable[[WorkerState], Awaitable[None]]
+Step = Callable[[LeaderView], Awaitable[None]]
 
 
-async def run_leader(state: WorkerState) -> None:
+async def run_leader(state: LeaderView) -> None:
     """Compete for leadership until the shutdown event."""
-    lock = state.ports.leader_lock
+    lock = state.leader_lock
     interval = state.settings.heartbeat_interval
     try:
         while not state.shutdown_event.is_set():
-            if state.leader_release.is_set():
+            if state.leadership.released.is_set():
                 # The shutdown released the lock: never lead again in this process.
                 state.liveness.forget("leader.election")
                 await state.shutdown_event.wait()
@@ -87,21 +87,21 @@ async def run_leader(state: WorkerState) -> None:
             state.liveness.tick("leader.election", interval)
             if await _try_acquire(state):
                 await _lead(state)
-            await wait_event(state.clock, interval, state.shutdown_event, state.leader_release)
+            await wait_event(state.clock, interval, state.shutdown_event, state.leadership.released)
     finally:
-        state.is_leader = False
+        state.leadership.is_leader = False
         state.liveness.forget("leader.election")
         if lock.held:
             await _release(state)
 
 
-async def _try_acquire(state: WorkerState) -> bool:
+async def _try_acquire(state: LeaderView) -> bool:
     # Given up soon after the shutdown: a worker leaving must not wait out an election
     # on a dead network (a lock taken meanwhile goes with the session at close).
     try:
         return await until_stopped(
             state.clock,
-            state.ports.leader_lock.try_acquire(),
+            state.leader_lock.try_acquire(),
             state.shutdown_event,
             state.settings.heartbeat_command_timeout,
         )
@@ -112,22 +112,22 @@ async def _try_acquire(state: WorkerState) -> bool:
         return False
 
 
-async def _release(state: WorkerState) -> None:
+async def _release(state: LeaderView) -> None:
     # Bounded: on a dead network the unlock would wait out the lock's own timeouts,
     # and the session's end (closing the port) releases the lock anyway.
     try:
         await with_timeout(
             state.clock,
             state.settings.heartbeat_command_timeout,
-            state.ports.leader_lock.release(),
+            state.leader_lock.release(),
             abandon=True,
         )
     except (TaskQError, TimeoutError) as exc:
         events.emit(events.LEADER_TASK_FAILED, logging.WARNING, task="release", error=str(exc))
 
 
-async def _lead(state: WorkerState) -> None:
-    state.is_leader = True
+async def _lead(state: LeaderView) -> None:
+    state.leadership.is_leader = True
     state.liveness.forget("leader.election")  # parked while leading; the sub-loops tick
     events.emit(events.LEADER_ELECTED, worker_id=state.worker_id)
     settings = state.settings
@@ -160,7 +160,7 @@ async def _lead(state: WorkerState) -> None:
         loops["leader.cron"] = cron_loop(state)
     tasks = [asyncio.create_task(loop, name=f"taskq-{name}") for name, loop in loops.items()]
     try:
-        await wait_event(state.clock, None, state.shutdown_event, state.leader_release, lost)
+        await wait_event(state.clock, None, state.shutdown_event, state.leadership.released, lost)
     finally:
         for task in tasks:
             task.cancel()
@@ -173,23 +173,23 @@ async def _lead(state: WorkerState) -> None:
                 asyncio.gather(*tasks, return_exceptions=True),
                 abandon=True,
             )
-        state.is_leader = False
+        state.leadership.is_leader = False
         state.metrics.queue_depths_cleared()  # only the leader reports queue depths
         for name in loops:
             state.liveness.forget(name)
     if lost.is_set():
         events.emit(events.LEADER_LOST, logging.WARNING, worker_id=state.worker_id)
     await _release(state)
-    if state.leader_release.is_set():
+    if state.leadership.released.is_set():
         events.emit(events.LEADER_RELEASED, worker_id=state.worker_id)
 
 
-async def _probe_loop(state: WorkerState, lost: asyncio.Event) -> None:
+async def _probe_loop(state: LeaderView, lost: asyncio.Event) -> None:
     while True:
         await state.clock.sleep(PROBE_INTERVAL)
         state.liveness.tick("leader.probe", PROBE_INTERVAL)
         try:
-            held = await state.ports.leader_lock.probe()
+            held = await state.leader_lock.probe()
         except TaskQError:
             held = False
         if not held:
@@ -198,7 +198,7 @@ async def _probe_loop(state: WorkerState, lost: asyncio.Event) -> None:
 
 
 async def _every(
-    state: WorkerState, name: str, period: float, step: Step, *, first_after: float = 0.0
+    state: LeaderView, name: str, period: float, step: Step, *, first_after: float = 0.0
 ) -> None:
     if first_after > 0:
         state.liveness.tick(name, first_after)
@@ -209,7 +209,7 @@ async def _every(
         await state.clock.sleep(period)
 
 
-async def _reclaim_loop(state: WorkerState) -> None:
+async def _reclaim_loop(state: LeaderView) -> None:
     """Reclaim expired leases as they expire (see the module docstring)."""
     name = "leader.reclaim"
     clock = state.clock
@@ -231,7 +231,7 @@ async def _reclaim_loop(state: WorkerState) -> None:
         await clock.sleep(pause)
 
 
-async def _time_to_lease_expiry(state: WorkerState, name: str) -> float | None:
+async def _time_to_lease_expiry(state: LeaderView, name: str) -> float | None:
     """Seconds until the earliest running lease expires; None if none runs or the read failed."""
     try:
         wait = await state.store.time_to_lease_expiry()
@@ -241,7 +241,7 @@ async def _time_to_lease_expiry(state: WorkerState, name: str) -> float | None:
     return None if wait is None else wait.total_seconds()
 
 
-async def _reclaim_step(state: WorkerState, name: str) -> bool:
+async def _reclaim_step(state: LeaderView, name: str) -> bool:
     """One ``reclaim``; whether it moved any job (False when it failed)."""
     try:
         report = await reclaim(state)
@@ -251,14 +251,14 @@ async def _reclaim_step(state: WorkerState, name: str) -> bool:
     return bool(report.repended or report.crashed or report.cancelled)
 
 
-async def _daily(state: WorkerState, name: str, schedule: Schedule, step: Step) -> None:
+async def _daily(state: LeaderView, name: str, schedule: Schedule, step: Step) -> None:
     while True:
         now = state.clock.now()
         await state.clock.sleep((schedule.next_after(now) - now).total_seconds())
         await _run_step(state, name, step)
 
 
-async def cron_loop(state: WorkerState) -> None:
+async def cron_loop(state: LeaderView) -> None:
     """The registry's ``@cron`` schedules (see :mod:`taskq.app.scheduling.loop`)."""
 
     def enqueued(schedule: CronSchedule, tick: datetime, result: EnqueueResult) -> None:
@@ -285,7 +285,7 @@ async def cron_loop(state: WorkerState) -> None:
     )
 
 
-async def _run_step(state: WorkerState, name: str, step: Step) -> None:
+async def _run_step(state: LeaderView, name: str, step: Step) -> None:
     try:
         await step(state)
     except Exception as exc:
@@ -305,9 +305,9 @@ def _step_failed(name: str, exc: Exception) -> None:
 # -- the steps -------------------------------------------------------------------------
 
 
-async def _publish_wake(state: WorkerState) -> None:
+async def _publish_wake(state: LeaderView) -> None:
     state.wake.set()  # this worker's own producer, even without a notifier
-    notifier = state.ports.notifier
+    notifier = state.notifier
     if notifier is not None and state.settings.notify_enabled:
         await notifier.publish("")
 
@@ -342,13 +342,13 @@ def _log_each_reclaimed(report: ReclaimReport) -> None:
             )
 
 
-async def promote(state: WorkerState) -> None:
+async def promote(state: LeaderView) -> None:
     """Scheduled jobs that are due become pending; one wake-up when any did."""
     if await state.store.promote_scheduled():
         await _publish_wake(state)
 
 
-async def reclaim(state: WorkerState) -> ReclaimReport:
+async def reclaim(state: LeaderView) -> ReclaimReport:
     """Expired leases: their jobs wait again (or end); one wake-up when any was re-pended."""
     report = await state.store.reclaim_expired()
     if report.repended or report.crashed or report.cancelled:
@@ -367,7 +367,7 @@ async def reclaim(state: WorkerState) -> ReclaimReport:
     return report
 
 
-async def sweep(state: WorkerState) -> None:
+async def sweep(state: LeaderView) -> None:
     """The 30 s sweeps, each on its own so one failure does not skip the others."""
     store = state.store
     failures: list[str] = []
@@ -400,8 +400,8 @@ async def sweep(state: WorkerState) -> None:
         await store.expire_results()
 
     async def reservations() -> None:
-        if state.ports.rate_limiter is not None:
-            await state.ports.rate_limiter.sweep_expired()
+        if state.rate_limiter is not None:
+            await state.rate_limiter.sweep_expired()
 
     await attempt("fail_past_deadline", deadlines)
     await attempt("cleanup_stale_workers", stale_workers)
@@ -409,7 +409,7 @@ async def sweep(state: WorkerState) -> None:
     await attempt("rate_limiter", reservations)
 
 
-async def sample_queue_depth(state: WorkerState) -> None:
+async def sample_queue_depth(state: LeaderView) -> None:
     depths = await state.store.queue_depths()
     state.metrics.queue_depths_sampled(depths)
     by_queue: dict[str, dict[str, int]] = {}
@@ -418,7 +418,7 @@ async def sample_queue_depth(state: WorkerState) -> None:
     events.emit(events.QUEUE_DEPTH, logging.DEBUG, queues=by_queue)
 
 
-async def stranded(state: WorkerState) -> None:
+async def stranded(state: LeaderView) -> None:
     """Warn about waiting jobs no live worker can claim, naming actor, queue, count and why."""
     found = await state.store.stranded_actors(stale_after=stranded_jobs.live_within(state.settings))
     if found:
@@ -435,7 +435,7 @@ async def stranded(state: WorkerState) -> None:
         )
 
 
-async def prune(state: WorkerState) -> None:
+async def prune(state: LeaderView) -> None:
     settings = state.settings
     archived = await state.store.prune(
         PrunePolicy(
@@ -447,6 +447,6 @@ async def prune(state: WorkerState) -> None:
     events.emit(events.PRUNE_COMPLETED, archived=archived)
 
 
-async def expire_archive(state: WorkerState) -> None:
+async def expire_archive(state: LeaderView) -> None:
     deleted = await state.store.expire_archive()
     events.emit(events.ARCHIVE_EXPIRY_COMPLETED, deleted=deleted)

@@ -13,15 +13,15 @@ import logging
 from collections.abc import Awaitable
 
 from taskq.app.worker import events
-from taskq.app.worker.state import WorkerState
+from taskq.app.worker.task_views import ListenerView
 from taskq.app.worker.waiting import until_stopped, wait_event
 from taskq.domain.errors import TaskQError
 from taskq.ports.notifier import Notifier
 
 
-async def run_listener(state: WorkerState) -> None:
+async def run_listener(state: ListenerView) -> None:
     """Keep the subscription healthy until the shutdown event."""
-    notifier = state.ports.notifier
+    notifier = state.notifier
     if notifier is None or not state.settings.notify_enabled:
         await state.shutdown_event.wait()
         return
@@ -77,7 +77,7 @@ async def _healthy(notifier: Notifier) -> bool:
         return False
 
 
-async def _until_shutdown(state: WorkerState, work: Awaitable[bool]) -> bool:
+async def _until_shutdown(state: ListenerView, work: Awaitable[bool]) -> bool:
     """``work``, given up (False) when the shutdown event is set: during an outage a
     health check's reconnect backoff runs for minutes and must not hold the exit."""
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime
 
-from taskq.app.worker.state import WorkerState
+from taskq.app.worker.task_views import HealthView
 
 
 class StateView:
@@ -13,7 +13,7 @@ class StateView:
 
     __slots__ = ("_state",)
 
-    def __init__(self, state: WorkerState) -> None:
+    def __init__(self, state: HealthView) -> None:
         self._state = state
 
     def __repr__(self) -> str:
@@ -26,7 +26,7 @@ class StateView:
         return self._state.active.busy
 
     def is_leader(self) -> bool:
-        return self._state.is_leader
+        return self._state.leadership.is_leader
 
     def tick_ages(self) -> Mapping[str, float]:
         return self._state.liveness.tick_ages()

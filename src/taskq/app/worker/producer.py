@@ -40,8 +40,8 @@ from typing import Final, TypeVar
 from taskq.app.worker import events
 from taskq.app.worker.batching import GroupCommit
 from taskq.app.worker.refused_writes import UNSTORABLE, write_one_by_one
-from taskq.app.worker.state import WorkerState
-from taskq.app.worker.waiting import bounded_store_call, until_stopped, wait_event
+from taskq.app.worker.task_views import ProducerView
+from taskq.app.worker.waiting import until_stopped, wait_event
 from taskq.domain.errors import SchemaNotMigrated, StoreUnavailable, TaskQError
 from taskq.domain.job import ClaimedJob
 from taskq.ports.store_params import ClaimRequest
@@ -57,7 +57,7 @@ def claim_retry_delay(failures: int, poll: float) -> float:
     return min(poll, CLAIM_RETRY_INITIAL * 2.0 ** min(failures - 1, 32))
 
 
-async def run_producer(state: WorkerState) -> None:
+async def run_producer(state: ProducerView) -> None:
     """Claim until the producer is stopped, then wait for the shutdown event."""
     settings = state.settings
     poll = settings.effective_poll_interval
@@ -94,7 +94,7 @@ async def run_producer(state: WorkerState) -> None:
     await state.shutdown_event.wait()
 
 
-async def _claim(state: WorkerState, actors: list[str], limit: int) -> int | None:
+async def _claim(state: ProducerView, actors: list[str], limit: int) -> int | None:
     """One claim into the local queue; the number claimed, None when the store failed.
 
     The terminal writes consumers queued since the last round travel with it
@@ -131,10 +131,13 @@ async def _claim(state: WorkerState, actors: list[str], limit: int) -> int | Non
                     # A write the store cannot keep refused the round trip (nothing written,
                     # nothing claimed): the writes go one by one, the claim alone.
                     assert writes is not None
-                    writes.settle(
-                        carried,
-                        await write_one_by_one(state.store, [finish for finish, _ in carried]),
+                    # Each bounded by the lease, as the completer's own writes are.
+                    one_by_one = write_one_by_one(
+                        state.store,
+                        [finish for finish, _ in carried],
+                        bound=state.write_bounds.job,
                     )
+                    writes.settle(carried, await one_by_one)
                     carried = []
                     jobs = await _bounded(state, state.store.claim(request))
             else:
@@ -144,10 +147,10 @@ async def _claim(state: WorkerState, actors: list[str], limit: int) -> int | Non
             if isinstance(exc, SchemaNotMigrated):
                 # Retrying cannot help (someone migrated the schema down): stop, exit 1.
                 events.emit(events.WORKER_CONFIG_ERROR, logging.ERROR, error=str(exc))
-                state.stop_for(str(exc))
+                state.stopping.stop_for(str(exc))
                 return 0
             events.emit(events.PRODUCER_CLAIM_FAILED, logging.WARNING, error=str(exc))
-            state.store_suspect = True
+            state.watch.suspect_store()
             return None
         except Exception as exc:
             GroupCommit.fail(carried, exc)
@@ -164,7 +167,7 @@ async def _claim(state: WorkerState, actors: list[str], limit: int) -> int | Non
         if carried and writes is not None:
             not_held = set(lost)
             writes.settle(carried, [finish.lease in not_held for finish, _ in carried])
-        given_back = state.given_back
+        given_back = state.watch.given_back
         for job in jobs:
             if job.id in state.active:
                 # An earlier attempt of it still runs here: its lease was taken back (the
@@ -174,7 +177,7 @@ async def _claim(state: WorkerState, actors: list[str], limit: int) -> int | Non
                 await _give_back_for_now(state, job)
                 continue
             if given_back and job.lease in given_back:
-                del given_back[job.lease]
+                state.watch.take_given_back(job.lease)
                 # Its answer came after the heartbeat gave it back: someone else may run it now.
                 events.emit(
                     events.JOB_ORPHAN_DROPPED,
@@ -189,7 +192,7 @@ async def _claim(state: WorkerState, actors: list[str], limit: int) -> int | Non
     return len(jobs)
 
 
-async def _give_back_for_now(state: WorkerState, job: ClaimedJob) -> None:
+async def _give_back_for_now(state: ProducerView, job: ClaimedJob) -> None:
     delay = timedelta(seconds=max(state.settings.cancellation_grace_period, 1.0))
     events.emit(
         events.JOB_STILL_RUNNING_HERE,
@@ -201,18 +204,14 @@ async def _give_back_for_now(state: WorkerState, job: ClaimedJob) -> None:
         "runs in this worker",
     )
     try:
-        await bounded_store_call(
-            state.clock,
-            state.settings.heartbeat_command_timeout,
-            state.store.release(job.lease, delay=delay),
-        )
+        await state.write_bounds.command(state.store.release(job.lease, delay=delay))
     except TaskQError as exc:  # LeaseLost too: its lease lapses, or someone else has it
         events.emit(
             events.JOB_WRITE_FAILED, logging.ERROR, job_id=job.id, write="release", error=str(exc)
         )
 
 
-async def _bounded(state: WorkerState, work: Awaitable[T]) -> T:
+async def _bounded(state: ProducerView, work: Awaitable[T]) -> T:
     """A claim round trip, given up ``heartbeat_command_timeout`` after the producer is
     stopped: on a dead network it would hold the claim lock, and so the shutdown's
     drain, forever. Jobs it claimed anyway come back when their leases expire.
@@ -223,7 +222,7 @@ async def _bounded(state: WorkerState, work: Awaitable[T]) -> T:
     network may be dead), claims run in a task the stop abandons without waiting.
     """
     grace = state.settings.heartbeat_command_timeout
-    if state.store_suspect:
+    if state.watch.store_suspect:
         try:
             return await until_stopped(state.clock, work, state.producer_stop, grace)
         except TimeoutError as exc:

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from typing import Final
 
 from taskq.app.worker import events
+from taskq.app.worker.store_roles import CompleterStore
 from taskq.domain.job import Lease
 from taskq.domain.outcomes import exception_text
 from taskq.domain.status import JobStatus
-from taskq.ports.queue_store import JobFinisher
 from taskq.ports.store_params import Finish
 
 #: What a store raises for a write holding a value it cannot keep.
@@ -51,7 +51,7 @@ def _unbounded(work: Awaitable[list[Lease]]) -> Awaitable[list[Lease]]:
 
 
 def finish_flush(
-    store: JobFinisher, *, bound: Bound = _unbounded
+    store: CompleterStore, *, bound: Bound = _unbounded
 ) -> Callable[[Sequence[Finish]], Awaitable[Sequence[Answer]]]:
     """The completer's flush: ``outcomes`` in one round trip; one by one if refused.
     Each round trip is awaited through ``bound``."""
@@ -67,7 +67,7 @@ def finish_flush(
 
 
 async def write_one_by_one(
-    store: JobFinisher, outcomes: Sequence[Finish], *, bound: Bound = _unbounded
+    store: CompleterStore, outcomes: Sequence[Finish], *, bound: Bound = _unbounded
 ) -> list[Answer]:
     """Each of ``outcomes`` in a round trip of its own; a refused one fails its job instead."""
     answers: list[Answer] = []
@@ -87,7 +87,7 @@ async def write_one_by_one(
 
 
 async def _fail_instead(
-    store: JobFinisher, outcome: Finish, refusal: Exception, bound: Bound
+    store: CompleterStore, outcome: Finish, refusal: Exception, bound: Bound
 ) -> Answer:
     reason = f"{type(refusal).__name__}: {exception_text(refusal)}"
     events.emit(

@@ -29,7 +29,6 @@ import random
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
-from functools import partial
 from typing import Any
 
 from opentelemetry.metrics import MeterProvider
@@ -42,8 +41,7 @@ from taskq.app.observability.metrics import WorkerMetrics, new_metrics_registry
 from taskq.app.observability.tracing import new_tracing
 from taskq.app.settings import WorkerSettings
 from taskq.app.worker import events, startup
-from taskq.app.worker.batching import GroupCommit
-from taskq.app.worker.consumer import Completer, Dispatcher
+from taskq.app.worker.consumer import Dispatcher
 from taskq.app.worker.exit_codes import ExitCode
 from taskq.app.worker.hand_back import LEAVING_BUDGET, hand_back
 from taskq.app.worker.health import health_server
@@ -52,16 +50,16 @@ from taskq.app.worker.leader import run_leader
 from taskq.app.worker.limits import declares_limits
 from taskq.app.worker.listener import run_listener
 from taskq.app.worker.metrics_view import StateView
+from taskq.app.worker.outcome_writes import new_completer
 from taskq.app.worker.ports import WorkerPorts
 from taskq.app.worker.producer import run_producer
 from taskq.app.worker.protocols import ActorLike, ActorScopes, DependenciesLike
-from taskq.app.worker.refused_writes import finish_flush
 from taskq.app.worker.shutdown import HardExitHook, ShutdownOrchestrator
 from taskq.app.worker.start_gate import StartGate
 from taskq.app.worker.start_marks import StartMarks
 from taskq.app.worker.state import WorkerState
 from taskq.app.worker.until_idle import run_until_idle
-from taskq.app.worker.waiting import JOB_WRITE_BOUND_SETTING, bounded_store_call, with_timeout
+from taskq.app.worker.waiting import with_timeout
 from taskq.app.worker.watchdog import (
     LoopLagMonitor,
     ShutdownWatchdog,
@@ -147,7 +145,7 @@ class Worker:
             name for name, ref in self.state.registry.items() if declares_limits(ref)
         )
         self.orchestrator = ShutdownOrchestrator(self.state, hard_exit=hard_exit or _hard_exit)
-        self.state.request_shutdown = self.request_shutdown
+        self.state.stopping.request_shutdown = self.request_shutdown
         self.dependencies = dependencies
         self.until_idle = until_idle
         self.idle_max_runtime = (
@@ -260,17 +258,17 @@ class Worker:
             # Our own cancel (a soft watchdog trip): consume it and report the trip's code.
             if self._run_task is not None:
                 self._run_task.uncancel()
-            self.state.set_exit_code(self._tripped.exit_code)
+            self.state.stopping.set_exit_code(self._tripped.exit_code)
         except Exception:
             # A sibling crash (its guard logged it and set the code) or a failing
             # scope teardown (logged here).
-            if self.state.exit_code is None:
+            if self.state.stopping.exit_code is None:
                 events.emit(
                     events.WORKER_SIBLING_CRASHED, logging.ERROR, exc_info=True, loop="worker"
                 )
-            self.state.set_exit_code(ExitCode.ERROR)
+            self.state.stopping.set_exit_code(ExitCode.ERROR)
         finally:
-            if self._siblings and not self.state.store_suspect:
+            if self._siblings and not self.state.watch.store_suspect:
                 # Normally nothing is left; after a crash, or writes that did not land,
                 # what is still owned goes back by the rule for interruptions. (Not while
                 # the store is failing: the write would only wait out its timeout; the
@@ -283,18 +281,22 @@ class Worker:
                 )
             await startup.deregister(self.state)
         if self.problem is None:
-            self.problem = self.state.problem
-        began = self.state.shutdown_started_at
+            self.problem = self.state.stopping.problem
+        began = self.state.stopping.started_at
         if began is not None:
             self.metrics.shutdown_took(max(self.state.clock.monotonic() - began, 0.0))
-        code = self.state.exit_code if self.state.exit_code is not None else int(ExitCode.OK)
+        code = (
+            self.state.stopping.exit_code
+            if self.state.stopping.exit_code is not None
+            else int(ExitCode.OK)
+        )
         events.emit(events.WORKER_STOPPED, worker_id=self.worker_id, exit_code=code)
         return code
 
     def _refuse(self, exc: Exception, *, what: str = "", then: str = "") -> int:
         self.problem = f"{what}{exc}{then}"
         events.emit(events.WORKER_CONFIG_ERROR, logging.ERROR, error=self.problem)
-        self.state.set_exit_code(ExitCode.ERROR)
+        self.state.stopping.set_exit_code(ExitCode.ERROR)
         return int(ExitCode.ERROR)
 
     async def _run_group(self, scopes: ActorScopes) -> None:
@@ -303,28 +305,9 @@ class Worker:
         marks = StartMarks(state)
         state.start_marks = marks
         # Start marks are small and written again when given up: the short bound. An
-        # outcome can be large and given up means run again: the lease (see waiting).
-        gate = StartGate(
-            store,
-            max_batch=MAX_WRITE_BATCH,
-            clock=state.clock,
-            call_timeout=self.settings.heartbeat_command_timeout,
-        )
-        write_bound = self.settings.lock_lease
-        completer: Completer = GroupCommit(
-            "completions",
-            finish_flush(
-                store,
-                bound=partial(
-                    bounded_store_call,
-                    state.clock,
-                    write_bound,
-                    setting=JOB_WRITE_BOUND_SETTING,
-                ),
-            ),
-            max_batch=MAX_WRITE_BATCH,
-            prepare=marks.restamp,
-        )
+        # outcome can be large and given up means run again: the lease (see write_bounds).
+        gate = StartGate(store, state.write_bounds, max_batch=MAX_WRITE_BATCH)
+        completer = new_completer(store, state.write_bounds, marks, max_batch=MAX_WRITE_BATCH)
         state.completer = completer
         dispatcher = Dispatcher(
             state, scopes, completer=completer, marks=marks, gate=gate, tracing=self.tracing
@@ -408,7 +391,7 @@ class Worker:
             await body()
         except Exception:
             verdict = judge_sibling_exit(
-                name, raised=True, shutdown_in_progress=state.shutdown_in_progress
+                name, raised=True, shutdown_in_progress=state.stopping.in_progress
             )
             for action in verdict.actions:
                 if isinstance(action, SetShutdownEvent):
@@ -417,10 +400,10 @@ class Worker:
                     state.sibling_crashes[action.loop] += 1
                     state.metrics.sibling_crashed(action.loop)
             events.emit(events.WORKER_SIBLING_CRASHED, logging.ERROR, exc_info=True, loop=name)
-            state.set_exit_code(ExitCode.ERROR)
+            state.stopping.set_exit_code(ExitCode.ERROR)
             raise
         verdict = judge_sibling_exit(
-            name, raised=False, shutdown_in_progress=state.shutdown_in_progress
+            name, raised=False, shutdown_in_progress=state.stopping.in_progress
         )
         for action in verdict.actions:
             if isinstance(action, SetShutdownEvent):
@@ -434,7 +417,7 @@ class Worker:
                     loop=name,
                     detector=verdict.detector.value if verdict.detector else None,
                 )
-                state.set_exit_code(ExitCode.ERROR)
+                state.stopping.set_exit_code(ExitCode.ERROR)
                 raise action.error()
 
     # -- watchdog ------------------------------------------------------------------------

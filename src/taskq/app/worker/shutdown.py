@@ -40,9 +40,11 @@ from datetime import timedelta
 from typing import Any, Final
 
 from taskq.app.worker import events
-from taskq.app.worker.consumer import WORKER_SHUTDOWN, log_interrupted
+from taskq.app.worker.attempt_outcome import WORKER_SHUTDOWN
 from taskq.app.worker.hand_back import LEAVING_BUDGET, hand_back, until_this_process_ends
-from taskq.app.worker.state import ActiveJob, WorkerState
+from taskq.app.worker.outcome_writes import log_interrupted
+from taskq.app.worker.state import ActiveJob
+from taskq.app.worker.task_views import ShutdownView
 from taskq.app.worker.waiting import wait_event, with_timeout
 from taskq.app.worker.watchdog import dump_tasks_on_request
 from taskq.domain.cancel import GracePeriods
@@ -84,7 +86,7 @@ HardExitHook = Callable[[int], None]
 class ShutdownOrchestrator:
     """Owns the worker's :class:`ShutdownState`; :meth:`run` is a worker sibling."""
 
-    def __init__(self, state: WorkerState, *, hard_exit: HardExitHook) -> None:
+    def __init__(self, state: ShutdownView, *, hard_exit: HardExitHook) -> None:
         self.state = state
         settings = state.settings
         self.machine = ShutdownState(
@@ -112,8 +114,7 @@ class ShutdownOrchestrator:
         It is applied in order by :meth:`run`; ``shutdown-signal`` is logged
         then, saying what it did (see :func:`_signal_effect`).
         """
-        if self.state.shutdown_started_at is None:
-            self.state.shutdown_started_at = self.state.clock.monotonic()
+        self.state.stopping.begin(self.state.clock.monotonic())
         self._received_in.append(self.machine.phase)
         self._requests.append(reason)
         self._requested.set()
@@ -180,11 +181,11 @@ class ShutdownOrchestrator:
             await self._drain()
             await self._feed(DrainComplete(state.active.busy))
         elif isinstance(action, SetCancelEventOnInFlight):
-            state.shutdown_cancel = "cooperative"
+            state.stopping.cancel = "cooperative"
             for active in state.active:
                 active.request_cancel("shutdown")
         elif isinstance(action, PersistForcedAndCancelTasks):
-            state.shutdown_cancel = "forced"
+            state.stopping.cancel = "forced"
             # Nothing persisted: a cancel phase in the row would read as a user's request.
             for active in state.active:
                 active.force_cancel("shutdown")
@@ -193,7 +194,7 @@ class ShutdownOrchestrator:
                 await self._abandon(active)
             await self._feed(AbandonComplete())
         elif isinstance(action, ReleaseLeader):
-            state.leader_release.set()
+            state.leadership.let_go()
         elif isinstance(action, SetShutdownEvent):
             state.shutdown_event.set()
         elif isinstance(action, HardExit):
@@ -234,7 +235,7 @@ class ShutdownOrchestrator:
             marked = state.start_marks is None or await _bounded(
                 state, state.start_marks.flush(), False
             )
-            if marked and state.unwritten:
+            if marked and state.ledger.unwritten:
                 marked = await _bounded(state, _mark_unwritten(state), False)
             if not marked:
                 events.emit(
@@ -452,7 +453,7 @@ def _phase_cause(event: ShutdownEvent, before: ShutdownPhase, after: ShutdownSta
     return type(event).__name__
 
 
-async def _mark_unwritten(state: WorkerState) -> bool:
+async def _mark_unwritten(state: ShutdownView) -> bool:
     """Start marks for the jobs that ran but whose terminal write failed.
 
     They left the consumers, and so the start marks, without a ``started_at``
@@ -462,7 +463,7 @@ async def _mark_unwritten(state: WorkerState) -> bool:
     is drained).
     """
     try:
-        await state.store.mark_started(tuple(state.unwritten))
+        await state.store.mark_started(tuple(state.ledger.unwritten))
     except Exception as exc:  # the store that failed the writes may fail this too
         events.emit(
             events.JOB_WRITE_FAILED,
@@ -475,7 +476,7 @@ async def _mark_unwritten(state: WorkerState) -> bool:
     return True
 
 
-async def _bounded(state: WorkerState, work: Awaitable[bool], timed_out: bool) -> bool:
+async def _bounded(state: ShutdownView, work: Awaitable[bool], timed_out: bool) -> bool:
     """``work`` given up after ``heartbeat_command_timeout`` (then ``timed_out``): a
     shutdown during an outage must not wait out the termination deadline."""
     try:

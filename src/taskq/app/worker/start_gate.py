@@ -32,11 +32,10 @@ from collections.abc import Sequence
 from typing import Final
 
 from taskq.app.worker.batching import GroupCommit
-from taskq.app.worker.waiting import bounded_store_call
+from taskq.app.worker.store_roles import StartMarkStore
+from taskq.app.worker.write_bounds import WriteBounds
 from taskq.domain.job import ClaimedJob, Lease
 from taskq.domain.retry import RetryPolicy
-from taskq.ports.clock import Clock
-from taskq.ports.queue_store import JobClaimer
 
 #: Most marks one round trip carries.
 MAX_MARK_BATCH: Final = 100
@@ -54,15 +53,14 @@ class StartGate:
 
     def __init__(
         self,
-        store: JobClaimer,
+        store: StartMarkStore,
+        bounds: WriteBounds | None = None,
         *,
         max_batch: int = MAX_MARK_BATCH,
-        clock: Clock | None = None,
-        call_timeout: float | None = None,
     ) -> None:
-        """``clock`` and ``call_timeout`` bound each mark write (both or neither)."""
+        """``bounds``: each mark write is bounded by the command timeout (None: unbounded)."""
         self._store = store
-        self._bound = (clock, call_timeout) if clock and call_timeout else None
+        self._bounds = bounds
         self._marks: GroupCommit[Lease, bool] = GroupCommit(
             "start gate", self._flush, max_batch=max_batch
         )
@@ -84,9 +82,7 @@ class StartGate:
 
     async def _flush(self, leases: Sequence[Lease]) -> list[bool | Exception]:
         marking = self._store.mark_started(leases)
-        if self._bound is not None:
-            marking = bounded_store_call(*self._bound, marking)
-        lost = set(await marking)
+        lost = set(await (marking if self._bounds is None else self._bounds.command(marking)))
         return [lease not in lost for lease in leases]
 
 

@@ -23,8 +23,9 @@ from datetime import timedelta
 from typing import Final
 
 from taskq.app.worker import events
-from taskq.app.worker.state import ActiveJob, WorkerState
-from taskq.app.worker.waiting import LatchEvent, bounded_store_call, wait_event
+from taskq.app.worker.state import ActiveJob
+from taskq.app.worker.task_views import StartMarksView
+from taskq.app.worker.waiting import LatchEvent, wait_event
 from taskq.domain.errors import TaskQError
 from taskq.ports.store_params import Finish
 
@@ -35,7 +36,7 @@ START_MARK_DELAY: Final = 0.2
 class StartMarks:
     """Tracks started jobs without a mark and marks those still running after the delay."""
 
-    def __init__(self, state: WorkerState, *, delay: float = START_MARK_DELAY) -> None:
+    def __init__(self, state: StartMarksView, *, delay: float = START_MARK_DELAY) -> None:
         self.state = state
         self.delay = delay
         self._unmarked: dict[int, ActiveJob] = {}
@@ -106,9 +107,7 @@ class StartMarks:
             return True
         try:
             lost = set(
-                await bounded_store_call(
-                    state.clock,
-                    state.settings.heartbeat_command_timeout,
+                await state.write_bounds.command(
                     state.store.mark_started(
                         [a.job.lease for a in due],
                         started_ago=[
@@ -137,7 +136,7 @@ class StartMarks:
             or active.cancel_reason == "lease_lost"
         ):
             return
-        level = logging.INFO if self.state.shutdown_in_progress else logging.WARNING
+        level = logging.INFO if self.state.stopping.in_progress else logging.WARNING
         events.emit(
             events.JOB_LEASE_LOST,
             level,

@@ -30,7 +30,7 @@ from taskq.app.settings import unknown_variables
 from taskq.app.worker import events
 from taskq.app.worker.limits import limited_actors
 from taskq.app.worker.protocols import ActorLike
-from taskq.app.worker.state import WorkerState
+from taskq.app.worker.task_views import StartupView, WorkerBasics
 from taskq.app.worker.waiting import with_timeout
 from taskq.domain.actor_config import ActorConfigSyncReport
 from taskq.domain.errors import ActorConfigDriftList, ConfigurationError, TaskQError
@@ -47,7 +47,7 @@ UNCONSUMED_NOTE: Final = (
 )
 
 
-def worker_info(state: WorkerState) -> WorkerInfo:
+def worker_info(state: WorkerBasics) -> WorkerInfo:
     """This worker's ``workers`` row (at start, and again should a sweep remove it)."""
     return WorkerInfo(
         worker_id=state.worker_id,
@@ -60,9 +60,9 @@ def worker_info(state: WorkerState) -> WorkerInfo:
     )
 
 
-async def start(state: WorkerState, *, force: bool) -> None:
+async def start(state: StartupView, *, force: bool) -> None:
     """Register the worker and sync actor config; deregisters again if the sync refuses."""
-    require_rate_limiter(state.registry, state.ports.rate_limiter)
+    require_rate_limiter(state.registry, state.rate_limiter)
     settings = state.settings
     with _step("store.register_worker"):
         await state.store.register_worker(worker_info(state))
@@ -134,7 +134,7 @@ def require_rate_limiter(registry: Mapping[str, ActorLike], limiter: RateLimiter
         )
 
 
-async def sync_actor_configs(state: WorkerState, *, force: bool) -> ActorConfigSyncReport:
+async def sync_actor_configs(state: StartupView, *, force: bool) -> ActorConfigSyncReport:
     """Sync every registered actor's config row; see the module docstring."""
     configs = [ref.config() for _, ref in sorted(state.registry.items())]
     try:
@@ -254,7 +254,7 @@ def shared_connection_warning(dependencies: object, max_concurrency: int) -> Non
             )
 
 
-async def deregister(state: WorkerState) -> None:
+async def deregister(state: StartupView) -> None:
     """Remove the worker row (best effort: the leader's stale-worker sweep is the backstop)."""
     try:
         # Bounded: a worker cut off from the database must still exit promptly.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import random
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -14,18 +14,22 @@ from taskq.app.observability.metrics import WorkerMetrics, new_metrics_registry
 from taskq.app.settings import WorkerSettings
 from taskq.app.worker.batching import GroupCommit
 from taskq.app.worker.claim_pace import ClaimPace
-from taskq.app.worker.exit_codes import ExitCode
 from taskq.app.worker.liveness import Liveness
 from taskq.app.worker.local_queue import LocalQueue
 from taskq.app.worker.ports import WorkerPorts
 from taskq.app.worker.protocols import ActorLike
 from taskq.app.worker.refused_writes import Written
+from taskq.app.worker.state_parts import Leadership, LeaseWatch, OutcomeLedger, Stopping
 from taskq.app.worker.waiting import LatchEvent
-from taskq.domain.cancel import CancelController, GracePeriods
-from taskq.domain.job import ClaimedJob, Lease
+from taskq.app.worker.write_bounds import WriteBounds
+from taskq.domain.cancel import GracePeriods
+from taskq.domain.job import ClaimedJob
 from taskq.domain.timeouts import AttemptBound
 from taskq.ports.clock import Clock
+from taskq.ports.leader_lock import LeaderLock
+from taskq.ports.notifier import Notifier
 from taskq.ports.queue_store import WorkerStore
+from taskq.ports.rate_limiter import RateLimiter
 from taskq.ports.store_params import Finish
 
 if TYPE_CHECKING:
@@ -118,6 +122,27 @@ class ActiveJob:
             self.task.cancel()
 
 
+class ActiveJobsView(Protocol):
+    """The in-flight jobs as every task but the consumers sees them: read, never changed
+    (a job is asked to stop through its own ``request_cancel`` / ``force_cancel``)."""
+
+    @property
+    def busy(self) -> int: ...
+
+    @property
+    def changed(self) -> asyncio.Event: ...
+
+    def __len__(self) -> int: ...
+
+    def __iter__(self) -> Iterator[ActiveJob]: ...
+
+    def __contains__(self, job_id: object) -> bool: ...
+
+    def get(self, job_id: int) -> ActiveJob | None: ...
+
+    def ids(self) -> set[int]: ...
+
+
 class ActiveJobs:
     """In-flight jobs by id, and how many jobs consumers hold at all.
 
@@ -165,7 +190,14 @@ class ActiveJobs:
 
 @dataclass(eq=False, kw_only=True)
 class WorkerState:
-    """Everything the siblings of one worker share. Only the event loop touches it."""
+    """What the siblings of one worker share. Only the event loop touches it.
+
+    Fixed for the worker's life: its settings, ports, registry and id. The
+    channels between tasks: the shutdown and producer-stop latches, wake-ups,
+    the local queue, the in-flight jobs. Then the parts of ``state_parts``, each
+    changed by one task only (``task_views`` types each task against what it
+    may see and change).
+    """
 
     settings: WorkerSettings
     ports: WorkerPorts
@@ -182,41 +214,9 @@ class WorkerState:
     slot_freed: LatchEvent = field(default_factory=LatchEvent)
     #: Held by the producer while it claims, so a drain never races a claim.
     claim_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    #: A claim or a heartbeat failed since the last heartbeat that worked: the network
-    #: may be dead, so claims run where a stop can abandon them (producer._bounded),
-    #: and the watchdog judges only the heartbeat loop stale (the isolation is in charge).
-    store_suspect: bool = False
-    #: Set by the shutdown's ReleaseLeader: stop leading and do not run again.
-    leader_release: asyncio.Event = field(default_factory=asyncio.Event)
     active: ActiveJobs = field(default_factory=ActiveJobs)
-    is_leader: bool = False
-    #: First shutdown signal on the monotonic clock (the watchdog's anchor).
-    shutdown_started_at: float | None = None
-    #: Set by the shutdown's CANCELLING / FORCING for jobs that start afterwards too.
-    shutdown_cancel: Literal[None, "cooperative", "forced"] = None
-    #: Jobs this worker's consumers wrote ``failed`` (until-idle exit code 3).
-    drain_failures: int = 0
-    #: Terminal writes submitted and not yet answered (consumers do not wait for them).
-    writes_in_flight: int = 0
-    #: Jobs whose outcome write (terminal, reschedule, release) is under way or retried.
-    writing: set[int] = field(default_factory=set)
-    #: Leases of jobs that ran but whose outcome write gave up: the heartbeat lets them
-    #: lapse, so the leader's sweep reclaims the jobs.
-    unwritten: set[Lease] = field(default_factory=set)
-    #: Owned running jobs the last heartbeat found that this worker does not hold.
-    orphan_suspects: set[Lease] = field(default_factory=set)
-    #: Leases the heartbeat gave back as orphans (oldest first, bounded): should the
-    #: claim's answer arrive after all, the producer drops those jobs unrun.
-    given_back: dict[Lease, None] = field(default_factory=dict)
-    #: The heartbeat's extension of this worker's reservation leases under way, if any
-    #: (it runs beside the beats, never holding one up: see ``heartbeat``).
-    reservations_extension: asyncio.Future[None] | None = None
-    #: The exit code a sibling decided (until-idle 0/3/4/5, isolate-self 1).
-    exit_code: int | None = None
-    #: Why a sibling stopped the worker (printed as ``taskq: <problem>``), else None.
-    problem: str | None = None
-    #: Starts the graceful shutdown, as SIGTERM does (set by the runtime).
-    request_shutdown: Callable[[str], None] | None = None
+    leadership: Leadership = field(default_factory=Leadership)
+    ledger: OutcomeLedger = field(default_factory=OutcomeLedger)
     sibling_crashes: Counter[str] = field(default_factory=Counter)
     #: Where the siblings record metrics (the runtime's; this default records on a registry
     #: of its own, without OpenTelemetry).
@@ -225,30 +225,42 @@ class WorkerState:
     start_marks: StartMarksLike | None = None
     #: The consumers' batched terminal writes; the producer sends them along with its claims.
     completer: GroupCommit[Finish, Written] | None = None
+    stopping: Stopping = field(init=False)
+    watch: LeaseWatch = field(init=False)
     local_queue: LocalQueue[ClaimedJob] = field(init=False)
     #: Recent claim and job durations: how far ahead the producer claims.
     claim_pace: ClaimPace = field(init=False)
-    cancel_controller: CancelController = field(init=False)
     liveness: Liveness = field(init=False)
+    #: How long each write of this worker may take (one helper for every writer).
+    write_bounds: WriteBounds = field(init=False)
 
     def __post_init__(self) -> None:
+        self.stopping = Stopping(
+            shutdown_event=self.shutdown_event, producer_stop=self.producer_stop
+        )
         self.local_queue = LocalQueue(self.settings.max_concurrency)
         self.claim_pace = ClaimPace(self.settings.max_concurrency)
         # Consumers waiting for a job return once the shutdown completes.
         self.shutdown_event.on_set(self.local_queue.close)
-        self.cancel_controller = CancelController(
+        self.watch = LeaseWatch.new(
             GracePeriods(
                 cancellation_grace_period=self.settings.cancellation_grace_period,
                 cleanup_grace_period=self.settings.cleanup_grace_period,
             )
         )
         self.liveness = Liveness(self.ports.clock)
+        self.write_bounds = WriteBounds(
+            self.ports.clock,
+            lease=self.settings.lock_lease,
+            command_timeout=self.settings.heartbeat_command_timeout,
+            stop=self.shutdown_event,
+        )
 
     def __repr__(self) -> str:
         return (
             f"<WorkerState {self.worker_id} active={len(self.active)} "
-            f"queued={self.local_queue.qsize()} leader={self.is_leader} "
-            f"shutdown={self.shutdown_in_progress}>"
+            f"queued={self.local_queue.qsize()} leader={self.leadership.is_leader} "
+            f"shutdown={self.stopping.in_progress}>"
         )
 
     @property
@@ -258,6 +270,18 @@ class WorkerState:
     @property
     def clock(self) -> Clock:
         return self.ports.clock
+
+    @property
+    def leader_lock(self) -> LeaderLock:
+        return self.ports.leader_lock
+
+    @property
+    def notifier(self) -> Notifier | None:
+        return self.ports.notifier
+
+    @property
+    def rate_limiter(self) -> RateLimiter | None:
+        return self.ports.rate_limiter
 
     @property
     def queues(self) -> list[str]:
@@ -287,27 +311,6 @@ class WorkerState:
         if queue.qsize() > queue.maxsize:
             return 0
         return queue.free() + self.claim_pace.ahead()
-
-    @property
-    def shutdown_in_progress(self) -> bool:
-        """True from the first shutdown signal (or any direct shutdown) on."""
-        return self.shutdown_started_at is not None or self.shutdown_event.is_set()
-
-    def set_exit_code(self, code: int) -> None:
-        """Record why the worker is stopping; the first reason wins."""
-        if self.exit_code is None:
-            self.exit_code = code
-
-    def stop_for(self, problem: str) -> None:
-        """Stop the worker gracefully with exit 1 and ``problem`` as its one-line reason."""
-        if self.problem is None:
-            self.problem = problem
-        self.set_exit_code(ExitCode.ERROR)
-        self.producer_stop.set()
-        if self.request_shutdown is not None:
-            self.request_shutdown(problem)
-        else:
-            self.shutdown_event.set()
 
 
 def _unwatched_metrics() -> WorkerMetrics:

@@ -35,7 +35,8 @@ from typing import Any
 from taskq.app.worker import events
 from taskq.app.worker.actor_threads import ActorThreads
 from taskq.app.worker.attempt_log import job_fields
-from taskq.app.worker.state import ActiveJob, WorkerState
+from taskq.app.worker.state import ActiveJob
+from taskq.app.worker.task_views import WorkerBasics
 from taskq.domain.cancel import GracePeriods
 from taskq.domain.outcomes import Raised, exception_text
 from taskq.domain.timeouts import AttemptBound, attempt_bound
@@ -48,7 +49,7 @@ TIMED_OUT_REASONS = frozenset({"timeout", "deadline"})
 class AttemptTimers:
     """The watchers of one worker's bounded attempts, and the tasks it gave up on."""
 
-    def __init__(self, state: WorkerState, threads: ActorThreads) -> None:
+    def __init__(self, state: WorkerBasics, threads: ActorThreads) -> None:
         self.state = state
         self._threads = threads
         settings = state.settings

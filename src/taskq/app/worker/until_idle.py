@@ -31,13 +31,13 @@ from collections.abc import Callable
 
 from taskq.app.worker import events, stranded
 from taskq.app.worker.exit_codes import ExitCode
-from taskq.app.worker.state import WorkerState
+from taskq.app.worker.task_views import UntilIdleView
 from taskq.domain.errors import TaskQError
 from taskq.ports.store_params import StrandedJobs
 
 
 async def run_until_idle(
-    state: WorkerState, *, max_runtime: float | None, request_shutdown: Callable[[str], None]
+    state: UntilIdleView, *, max_runtime: float | None, request_shutdown: Callable[[str], None]
 ) -> None:
     """The drain monitor; returns with the shutdown event."""
     clock, settings = state.clock, state.settings
@@ -45,11 +45,11 @@ async def run_until_idle(
     started = clock.monotonic()
     idle_since: float | None = None
     stuck_since: float | None = None
-    while not state.shutdown_in_progress:
+    while not state.stopping.in_progress:
         state.liveness.tick("until_idle", poll)
         now = clock.monotonic()
         if max_runtime is not None and now - started >= max_runtime:
-            state.set_exit_code(ExitCode.UNTIL_IDLE_MAX_RUNTIME)
+            state.stopping.set_exit_code(ExitCode.UNTIL_IDLE_MAX_RUNTIME)
             events.emit(
                 events.UNTIL_IDLE_MAX_RUNTIME,
                 logging.WARNING,
@@ -66,17 +66,17 @@ async def run_until_idle(
         quiet = (
             not len(state.active)
             and state.local_queue.empty()
-            and not state.writes_in_flight  # a failure is counted once its write lands
+            and not state.ledger.writes_in_flight  # a failure is counted once its write lands
         )
         if active == 0 and quiet:
             stuck_since = None
             idle_since = now if idle_since is None else idle_since
             if now - idle_since >= settle:
-                code = ExitCode.UNTIL_IDLE_FAILURES if state.drain_failures else ExitCode.OK
-                state.set_exit_code(code)
+                code = ExitCode.UNTIL_IDLE_FAILURES if state.ledger.drain_failures else ExitCode.OK
+                state.stopping.set_exit_code(code)
                 events.emit(
                     events.UNTIL_IDLE_DRAINED,
-                    drain_failures=state.drain_failures,
+                    drain_failures=state.ledger.drain_failures,
                     exit_code=int(code),
                 )
                 request_shutdown("until-idle drained")
@@ -103,7 +103,7 @@ async def run_until_idle(
     await state.shutdown_event.wait()
 
 
-async def _unrunnable(state: WorkerState, active: int) -> list[StrandedJobs]:
+async def _unrunnable(state: UntilIdleView, active: int) -> list[StrandedJobs]:
     """The stranded jobs on this worker's queues when they are all of the ``active`` ones
     (and this worker registers none of their actors), else []."""
     try:
@@ -121,19 +121,18 @@ async def _unrunnable(state: WorkerState, active: int) -> list[StrandedJobs]:
     return found
 
 
-def _stop_stranded(state: WorkerState, stuck: list[StrandedJobs]) -> None:
+def _stop_stranded(state: UntilIdleView, stuck: list[StrandedJobs]) -> None:
     waiting = sum(entry.waiting for entry in stuck)
-    state.set_exit_code(ExitCode.UNTIL_IDLE_STRANDED)
-    if state.problem is None:
-        state.problem = (
-            f"until-idle stopped (exit {int(ExitCode.UNTIL_IDLE_STRANDED)}): the {waiting} "
-            f"job(s) left on its queues can run on no live worker: {stranded.summary(stuck)}"
-        )
+    state.stopping.set_exit_code(ExitCode.UNTIL_IDLE_STRANDED)
+    state.stopping.note_problem(
+        f"until-idle stopped (exit {int(ExitCode.UNTIL_IDLE_STRANDED)}): the {waiting} "
+        f"job(s) left on its queues can run on no live worker: {stranded.summary(stuck)}"
+    )
     events.emit(
         events.UNTIL_IDLE_STRANDED,
         logging.ERROR,
         stranded=stranded.as_fields(stuck),
-        drain_failures=state.drain_failures,
+        drain_failures=state.ledger.drain_failures,
         exit_code=int(ExitCode.UNTIL_IDLE_STRANDED),
         note=stranded.NOTE,
     )

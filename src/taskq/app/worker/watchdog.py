@@ -37,7 +37,7 @@ from collections.abc import Awaitable, Callable
 from typing import Final
 
 from taskq.app.worker import events
-from taskq.app.worker.state import WorkerState
+from taskq.app.worker.task_views import WatchdogView
 from taskq.domain.watchdog import (
     LoopLagDetector,
     StillAlive,
@@ -49,7 +49,7 @@ from taskq.domain.watchdog import (
 
 TripHook = Callable[[Trip], Awaitable[None]]
 
-#: The loops still judged stale while the store is failing (``state.store_suspect``):
+#: The loops still judged stale while the store is failing (``state.watch.store_suspect``):
 #: only the heartbeat, whose every call is bounded and which isolates the worker (exit
 #: 1, its jobs handed back) after failed beats. The others (the producer's claim, the
 #: election, the leader's steps) may wait on a dead network for the kernel's TCP
@@ -158,7 +158,7 @@ class ShutdownWatchdog:
 
     def __init__(
         self,
-        state: WorkerState,
+        state: WatchdogView,
         *,
         settings: WatchdogSettings,
         termination_grace_period: float,
@@ -182,10 +182,10 @@ class ShutdownWatchdog:
             # Woken much later than asked (a blocked loop, or a test jumping a
             # fake clock): give the other loops one round to catch up first.
             late = now - expected > settings.check_interval
-            if state.shutdown_event.is_set() and state.shutdown_started_at is None:
-                state.shutdown_started_at = now
+            if state.shutdown_event.is_set():
+                state.stopping.begin(now)  # set directly, without a signal
             verdict = judge_shutdown_deadline(
-                shutdown_started_at=state.shutdown_started_at,
+                shutdown_started_at=state.stopping.started_at,
                 now=now,
                 termination_grace_period=self.termination_grace_period,
                 dump_interval=settings.dump_interval,
@@ -206,7 +206,7 @@ class ShutdownWatchdog:
             if now >= next_stale_check and not late:
                 next_stale_check = now + settings.check_interval
                 table = state.liveness.table
-                if state.store_suspect:
+                if state.watch.store_suspect:
                     # The store is failing: loops waiting on it are not wedged, and the
                     # heartbeat (bounded, still judged) isolates the worker (exit 1).
                     table = table.only(JUDGED_WHILE_STORE_FAILS)
@@ -224,7 +224,7 @@ class LoopLagMonitor:
     def __init__(
         self,
         loop: asyncio.AbstractEventLoop,
-        state: WorkerState,
+        state: WatchdogView,
         settings: WatchdogSettings,
     ) -> None:
         self._loop = loop

@@ -17,8 +17,9 @@ from taskq.app.di import Dependencies
 from taskq.app.settings import WorkerSettings
 from taskq.app.worker import Worker, WorkerPorts
 from taskq.app.worker.batching import GroupCommit
-from taskq.app.worker.consumer import Completer, Dispatcher
+from taskq.app.worker.consumer import Dispatcher
 from taskq.app.worker.events import LOGGER_NAME
+from taskq.app.worker.outcome_writes import Completer
 from taskq.app.worker.protocols import ActorLike
 from taskq.app.worker.refused_writes import finish_flush
 from taskq.app.worker.start_gate import StartGate

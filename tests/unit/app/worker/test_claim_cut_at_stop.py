@@ -57,7 +57,7 @@ async def test_a_claim_in_flight_is_cut_off_after_the_grace_and_the_worker_stops
     run.state.wake.set()  # the producer claims now, and the claim hangs
     await clock.run_until_idle()
     assert store.hung == 1
-    assert not run.state.store_suspect  # the cheap path: awaited in the producer's task
+    assert not run.state.watch.store_suspect  # the cheap path: awaited in the producer's task
     code = await run.stop(within=60)
     assert code == 0
     assert store.cancelled == 1

@@ -64,11 +64,11 @@ async def test_two_leaders_in_sequence_leave_one_job_per_tick(
     second = WorkerRun(backend, clock, REGISTRY, settings)
     await first.start()
     await second.start()
-    assert (first.state.is_leader, second.state.is_leader) == (True, False)
+    assert (first.state.leadership.is_leader, second.state.leadership.is_leader) == (True, False)
     await first.advance(29.5)
     assert await first.stop() == 0
     await second.advance(1)  # elected within one heartbeat interval
-    assert second.state.is_leader
+    assert second.state.leadership.is_leader
     now = clock.now()
     await second.advance(60 - (now - start).total_seconds())
     assert await keys_by_tick(client) == Counter(ticks(start, 60))

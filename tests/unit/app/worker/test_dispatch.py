@@ -124,7 +124,7 @@ async def test_exhausted_retries_fail_with_the_error(
     assert failed.attempt == 3
     attempts = await client.attempts(job_id)
     assert attempts[-1].error_class == "ConnectionError"
-    assert run.state.drain_failures == 1
+    assert run.state.ledger.drain_failures == 1
     await run.stop()
 
 
@@ -417,7 +417,7 @@ async def test_a_job_started_while_the_shutdown_forces_is_handed_back_at_once(
     claimed = await claim_one(
         run.store, worker_id=run.worker.worker_id, queue="default", actor="record"
     )
-    run.state.shutdown_cancel = "forced"
+    run.state.stopping.cancel = "forced"
     async with open_dispatcher(run.state) as dispatcher:
         await asyncio.wait_for(dispatcher.dispatch(claimed), timeout=5)
     handed_back = await job(client, job_id)

@@ -42,7 +42,7 @@ async def test_snapshot_reads_jobs_leadership_phase_and_stale_loops() -> None:
     state.liveness.tick("leader.sweep", period=30.0)
     state.active.enter()
     state.active.enter()
-    state.is_leader = True
+    state.leadership.is_leader = True
     clock.advance(10.0)  # heartbeat: 10 s > max(1 x 2, 5); sweep: 10 s < max(30 x 2, 5)
     now = health.snapshot()
     assert now.active_jobs == 2
@@ -53,7 +53,7 @@ async def test_snapshot_reads_jobs_leadership_phase_and_stale_loops() -> None:
     assert (now.shutdown_phase, now.shutdown_phase_name, now.shutting_down) == (0, None, False)
     assert now.shutdown_elapsed_seconds is None
 
-    state.shutdown_started_at = clock.monotonic()
+    state.stopping.started_at = clock.monotonic()
     phase = ShutdownPhase.CANCELLING
     clock.advance(2.5)
     leaving = health.snapshot()

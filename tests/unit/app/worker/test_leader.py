@@ -40,7 +40,7 @@ REGISTRY = {"pong": pong}
 def leading(run: WorkerRun) -> bool:
     """Whether the worker leads now (a call, so a type checker does not carry an earlier
     assertion about it past an await)."""
-    return run.state.is_leader
+    return run.state.leadership.is_leader
 
 
 async def test_only_one_of_two_workers_leads(backend: MemoryBackend, clock: FakeClock) -> None:
@@ -49,10 +49,10 @@ async def test_only_one_of_two_workers_leads(backend: MemoryBackend, clock: Fake
     second = WorkerRun(backend, clock, REGISTRY)
     await first.start()
     await second.start()
-    assert (first.state.is_leader, second.state.is_leader) == (True, False)
+    assert (first.state.leadership.is_leader, second.state.leadership.is_leader) == (True, False)
     assert await first.stop() == 0
     await second.advance(10)  # the next election round
-    assert second.state.is_leader
+    assert second.state.leadership.is_leader
     assert await second.stop() == 0
 
 

@@ -204,7 +204,7 @@ async def test_the_leader_reports_queue_depths_and_the_oldest_pending_age(
     )
     run = await _worker(clock, backend, meters)
     await run.advance(16)  # elected at start, sampled then and 15 s later
-    assert run.state.is_leader
+    assert run.state.leadership.is_leader
     samples = scrape(run.worker.metrics_registry)
     assert value(samples, "taskq_queue_jobs", queue="unserved", status="pending") == 2
     assert value(samples, "taskq_queue_jobs", queue="unserved", status="scheduled") == 1

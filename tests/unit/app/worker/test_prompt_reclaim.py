@@ -123,7 +123,7 @@ async def test_a_dead_leaders_job_runs_again_within_the_lease_and_a_second(
     settings = _settings(lease, heartbeat)
     victim = WorkerRun(backend, clock, {"hangs_first": hangs_first}, settings)
     await victim.start()
-    assert victim.state.is_leader
+    assert victim.state.leadership.is_leader
     job_id = (await client.enqueue(hangs_first.new_job({"n": 1}, now=clock.now()))).job_id
     await victim.advance(0.5)
     assert await _running_here(client, victim, job_id)
@@ -136,7 +136,7 @@ async def test_a_dead_leaders_job_runs_again_within_the_lease_and_a_second(
     await survivor.advance((lease_end - clock.now()).total_seconds() + 1.0)
 
     reclaimed, rerun = await _rerun_start(client, job_id)
-    assert survivor.state.is_leader
+    assert survivor.state.leadership.is_leader
     assert reclaimed - lease_end < timedelta(seconds=0.1)
     assert rerun - lease_end <= timedelta(seconds=1)
     assert (await job(client, job_id)).locked_by is None
@@ -156,7 +156,7 @@ async def test_a_dead_non_leaders_job_runs_again_within_the_lease_and_a_second(
     settings = _settings(lease, heartbeat)
     leader = WorkerRun(backend, clock, {"other": other}, settings)
     await leader.start()
-    assert leader.state.is_leader
+    assert leader.state.leadership.is_leader
     victim = WorkerRun(backend, clock, {"hangs_first": hangs_first}, settings)
     await victim.start()
     job_id = (await client.enqueue(hangs_first.new_job({"n": 1}, now=clock.now()))).job_id
@@ -171,7 +171,7 @@ async def test_a_dead_non_leaders_job_runs_again_within_the_lease_and_a_second(
     await rerunner.advance((lease_end - clock.now()).total_seconds() + 1.0)
 
     reclaimed, rerun = await _rerun_start(client, job_id)
-    assert leader.state.is_leader
+    assert leader.state.leadership.is_leader
     assert reclaimed - lease_end < timedelta(seconds=0.1)
     assert rerun - lease_end <= timedelta(seconds=1)
     assert await rerunner.stop() == 0
@@ -187,7 +187,7 @@ async def test_a_shorter_lease_claimed_later_is_reclaimed_within_a_second_of_its
     await claim_one(client, worker_id="long-lease", queue="default", actor="hangs_first")
     leader = WorkerRun(backend, clock, {"other": other})
     await leader.start()
-    assert leader.state.is_leader
+    assert leader.state.leadership.is_leader
     await leader.advance(10)
     short_id = (await client.enqueue(hangs_first.new_job({"n": 2}, now=clock.now()))).job_id
     [short] = await client.claim(

@@ -14,7 +14,7 @@ from taskq.adapters.memory import FakeClock, MemoryBackend, MemoryQueueStore
 from taskq.app.actors import actor
 from taskq.app.context import JobContext
 from taskq.app.worker import events
-from taskq.app.worker.consumer import WORKER_SHUTDOWN
+from taskq.app.worker.attempt_outcome import WORKER_SHUTDOWN
 from taskq.app.worker.exit_guard import EXIT_GRACE
 from taskq.app.worker.protocols import Registry
 from taskq.app.worker.shutdown import install_signal_handlers
@@ -93,7 +93,7 @@ async def test_idle_worker_stops_cleanly(
     """With nothing in flight the shutdown drains, releases the leader and exits 0 at once."""
     run = WorkerRun(backend, clock, REGISTRY)
     await run.start()
-    assert run.state.is_leader
+    assert run.state.leadership.is_leader
     assert [w.worker_id for w in await client.list_workers()] == [run.worker.worker_id]
     run.worker.request_shutdown()
     await clock.run_until_idle()

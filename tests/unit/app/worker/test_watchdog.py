@@ -93,7 +93,7 @@ async def test_a_crashing_sibling_is_counted_and_stops_the_worker(
         await run.worker._guard("listener", crashes)
     assert run.state.shutdown_event.is_set()
     assert run.state.sibling_crashes == {"listener": 1}
-    assert run.state.exit_code == 1
+    assert run.state.stopping.exit_code == 1
 
 
 async def test_shutdown_deadline_trips_after_the_termination_grace(
@@ -111,7 +111,7 @@ async def test_shutdown_deadline_trips_after_the_termination_grace(
         on_trip=_recorder(trips),
     )
     task = asyncio.create_task(watchdog.run())
-    run.state.shutdown_started_at = clock.monotonic()
+    run.state.stopping.started_at = clock.monotonic()
     await clock.advance_async(74)
     assert trips == []
     alive = events_named(caplog, events.WORKER_WATCHDOG_STILL_ALIVE)
@@ -166,12 +166,12 @@ async def test_while_the_store_fails_only_the_heartbeat_is_judged_stale(
     run.state.liveness.tick("leader.election", 10.0)
     task = asyncio.create_task(watchdog.run())
     await clock.advance_async(15)  # the first failed beat: at most interval + timeout
-    run.state.store_suspect = True
+    run.state.watch.store_suspect = True
     for _ in range(12):  # a minute of failing beats, the heartbeat ticking at each
         await clock.advance_async(5)
         run.state.liveness.tick("heartbeat", 10.0)
     assert trips == []
-    run.state.store_suspect = False  # a beat worked: the store answers again
+    run.state.watch.store_suspect = False  # a beat worked: the store answers again
     await clock.advance_async(6)
     assert [t.detector for t in trips] == [Detector.STALE_LOOP]
     assert "producer" in trips[0].reason
@@ -194,7 +194,7 @@ async def test_a_stuck_heartbeat_is_stale_even_while_the_store_fails(
         siblings=list,
         on_trip=_recorder(trips),
     )
-    run.state.store_suspect = True
+    run.state.watch.store_suspect = True
     run.state.liveness.tick("heartbeat", 10.0)
     run.state.liveness.tick("producer", 5.0)
     task = asyncio.create_task(watchdog.run())

@@ -16,12 +16,25 @@ from typing import Any
 
 import pytest
 from pydantic import BaseModel
-from tests.unit.app.worker.harness import StoreProxy, WorkerRun, events_named, fields, make_settings
+from tests.unit.app.worker.harness import (
+    StoreProxy,
+    WorkerRun,
+    claim_one,
+    events_named,
+    fields,
+    make_settings,
+    memory_ports,
+)
 
 from taskq.adapters.memory import FakeClock, MemoryBackend, MemoryQueueStore
 from taskq.app.actors import actor
-from taskq.app.worker import events
+from taskq.app.worker import events, producer
+from taskq.app.worker.batching import GroupCommit
+from taskq.app.worker.refused_writes import Written, finish_flush
+from taskq.app.worker.state import WorkerState
+from taskq.domain.errors import StoreTimeout
 from taskq.domain.status import JobStatus
+from taskq.ports.store_params import Finish
 
 TIMEOUT = 2.0
 #: The default lease, which bounds a job's own writes.
@@ -235,3 +248,61 @@ async def test_an_escalation_that_never_answers_does_not_stop_the_heartbeat(
         assert await run.finish(within=120) == 0
     finally:
         store.end.set()
+
+
+class RefusesCarriedWrites(StoreProxy):
+    """Refuses the writes a claim carries as unstorable (so the producer writes them one
+    by one); the first of those never answers (nor acknowledges its cancellation)."""
+
+    def __init__(self, inner: MemoryQueueStore) -> None:
+        super().__init__(inner)
+        self.end = asyncio.Event()
+        self.calls = 0
+
+    async def finish_and_claim(self, finishes: Any, request: Any) -> Any:
+        raise ValueError("a value this store cannot keep")
+
+    async def finish_many(self, outcomes: Any) -> Any:
+        self.calls += 1
+        if self.calls == 1:
+            while not self.end.is_set():
+                try:
+                    await self.end.wait()
+                except asyncio.CancelledError:
+                    continue
+            raise ConnectionResetError("gone")
+        return await self._inner.finish_many(outcomes)
+
+
+async def test_a_carried_write_the_producer_writes_alone_is_given_up_at_the_lease(
+    backend: MemoryBackend, clock: FakeClock, client: MemoryQueueStore
+) -> None:
+    """The producer's one-by-one fallback is bounded like the completer's writes: a hung
+    write cannot hold the claim (and with it the claim lock, and the shutdown's drain)."""
+    await client.enqueue(quick.new_job({}, now=clock.now()))
+    store = RefusesCarriedWrites(backend.store())
+    state = WorkerState(
+        settings=make_settings(heartbeat_command_timeout=TIMEOUT),
+        ports=memory_ports(backend, clock, store),
+        registry={"quick": quick},
+        worker_id="w1",
+    )
+    claimed = await claim_one(client, worker_id="w1", queue=quick.queue, actor="quick")
+    completer: GroupCommit[Finish, Written] = GroupCommit("completions", finish_flush(store))
+    state.completer = completer  # not running: the producer's claim carries what is queued
+    write = completer.submit(Finish(lease=claimed.lease, status=JobStatus.SUCCEEDED))
+    claim = asyncio.create_task(producer._claim(state, ["quick"], 4))
+    try:
+        await clock.run_until_idle()
+        await clock.advance_async(LEASE - 1)
+        assert not claim.done()
+        await clock.advance_async(2)
+        assert claim.done()
+        assert claim.result() == 0
+        error = write.exception()
+        assert isinstance(error, StoreTimeout)
+        assert f"TASKQ_LOCK_LEASE={LEASE:g}s" in str(error)
+    finally:
+        store.end.set()
+        claim.cancel()
+        await asyncio.gather(claim, return_exceptions=True)

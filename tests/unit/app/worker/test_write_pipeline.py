@@ -128,14 +128,14 @@ async def test_the_next_job_starts_before_the_first_write_lands(
     assert store.calls[0] == [first]
     assert store.landed == []
     assert (await job(client, first)).status is JobStatus.RUNNING  # its write is held
-    assert run.state.writes_in_flight == 2
+    assert run.state.ledger.writes_in_flight == 2
 
     store.gate.set()
     await clock.run_until_idle()
     assert sorted(store.landed) == [first, second]
     for job_id in (first, second):
         assert (await job(client, job_id)).status is JobStatus.SUCCEEDED
-    assert run.state.writes_in_flight == 0
+    assert run.state.ledger.writes_in_flight == 0
     assert await run.stop() == 0
 
 
@@ -154,7 +154,7 @@ async def test_until_idle_waits_for_writes_in_flight(
 
     assert (await job(client, failing)).status is JobStatus.FAILED  # committed...
     assert await client.count_active() == 0
-    assert run.state.writes_in_flight == 1  # ...but not answered
+    assert run.state.ledger.writes_in_flight == 1  # ...but not answered
     assert run.task is not None
     assert not run.task.done()
 
@@ -189,12 +189,12 @@ async def test_a_failed_terminal_write_is_logged_and_retried(
     waiting = await job(client, job_id)
     assert (waiting.status, waiting.locked_by) == (JobStatus.RUNNING, run.worker.worker_id)
     assert (await job(client, other)).status is JobStatus.SUCCEEDED
-    assert run.state.writes_in_flight == 1
+    assert run.state.ledger.writes_in_flight == 1
 
     await run.advance(1)
     assert (await job(client, job_id)).status is JobStatus.SUCCEEDED
     assert Counter({1: 1, 2: 1}) == RUNS
-    assert run.state.writes_in_flight == 0
+    assert run.state.ledger.writes_in_flight == 0
     await run.stop()
 
 
