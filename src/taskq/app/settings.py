@@ -68,6 +68,7 @@ from taskq.app.setting_values import (
 )
 from taskq.domain.errors import ConfigurationError
 from taskq.domain.lock_budget import DEFAULT_CLIENT_CALL_TIMEOUT
+from taskq.domain.retry import DEFAULT_MAX_RETRY_BACKOFF
 from taskq.domain.settings_rules import TimingSettings, check_timing
 from taskq.domain.watchdog import WatchdogSettings
 
@@ -291,7 +292,7 @@ class WorkerSettings(TaskQSettings):
     log_format: LogFormat = "json"
     log_level: LogLevel = "INFO"
     force_update_actor_config: bool = False
-    max_retry_backoff: Duration = timedelta(hours=24)
+    max_retry_backoff: Duration = DEFAULT_MAX_RETRY_BACKOFF
     rate_limit_pg_fallback_enabled: bool = True
     dispatch_oversample: Annotated[int, Field(ge=1)] = 2
     dispatch_scope_by_home_queue: bool = False

@@ -1,7 +1,7 @@
 """``taskq worker``: run a worker process until it is shut down.
 
 Flags win over ``TASKQ_*`` variables (and ``.env``), which win over defaults.
-The exit code is the worker's (see ``docs/running-workers.md``).
+The exit code is the worker's (see ``docs/worker-reference.md``, "Exit codes").
 """
 
 from __future__ import annotations

@@ -66,9 +66,6 @@ class Dependencies:
         """Every registered ``(type, scope)``, in registration order."""
         return tuple(r.spec for r in self._registrations.values())
 
-    def is_registered(self, dependency_type: Any, scope: Scope) -> bool:
-        return (dependency_type, scope) in self._registrations
-
     def validate(
         self, registry: Mapping[str, ActorDependencies] | Iterable[ActorDependencies]
     ) -> None:
