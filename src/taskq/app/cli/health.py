@@ -3,7 +3,7 @@
 The Typer face of :mod:`taskq.app.cli.health_probe`, which does the work (and
 which ``taskq.app.cli.main`` calls directly for the exact probe forms, so an
 exec probe never loads Typer). Exit 0 healthy, 1 unhealthy, 2 no worker
-answers; see docs/operations.md, "taskq health".
+answers; see docs/operations-reference.md, "taskq health".
 """
 
 from __future__ import annotations

@@ -236,7 +236,7 @@ def _settings(session: _Session, dsn: str) -> WorkerSettings:
             "dispatcher_pool_size": 2,
             "heartbeat_pool_size": 2,
             # Nothing probes the demo's worker; off, it runs beside a worker that holds
-            # the default socket (docs/operations.md, "One socket per worker").
+            # the default socket (docs/operations-reference.md, "One socket per worker").
             "health_enabled": False,
             "log_format": "console",
             # A safety net: a healthy run takes seconds.

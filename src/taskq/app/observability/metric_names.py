@@ -8,7 +8,8 @@ name, the OpenTelemetry instrument's is ``taskq.worker.`` + the same name
 base units (seconds), ``_total`` on counters. Label values are bounded:
 actor, queue, outcome, detector, loop, status, reason; never a job id.
 
-docs/operations.md, "Metrics", says what each means and which alerts to build on them.
+docs/operations-reference.md, "Metrics", says what each means and which alerts to build
+on them.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """``/ready``'s verdict: the body and whether it is 200 or 503 (pure, no I/O).
 
-Each cause of a 503 adds one code to ``reasons`` (docs/operations.md, "Health
-socket", says what each means and what to do):
+Each cause of a 503 adds one code to ``reasons`` (docs/operations-reference.md,
+"Why /ready is 503", says what each means and what to do):
 
 - ``starting``: the worker has not started its siblings yet;
 - ``unresponsive``: the worker's event loop did not run a posted callback in

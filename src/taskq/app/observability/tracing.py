@@ -5,7 +5,7 @@ global tracer provider (or the one a ``JobsClient`` / ``Worker`` was given)
 for a tracer, and makes no span at all while that provider is the API's
 default (no SDK configured) or ``TASKQ_OTEL_ENABLED`` is false. What the spans
 are, their attributes and why the consumer span is a child of the producer
-span: docs/operations.md, "Traces".
+span: docs/operations-reference.md, "Traces".
 
 The job row carries the *creation context*: ``trace_id``/``span_id`` as W3C
 hex (32 and 16 lowercase digits). The enqueue stores its PRODUCER span's

@@ -4,7 +4,8 @@ Started when a consumer takes the job (after the actor lookup), current in
 the actor's task (and so in a sync actor's thread: its context is copied
 there), ended when the attempt's outcome is decided, before the batched
 write lands. Its parent is the job's creation context (the enqueue's PRODUCER
-span), and it links to it too; see docs/operations.md, "Traces", for why.
+span), and it links to it too; see docs/operations-reference.md, "Traces", for
+why.
 
 A consumer that does not trace pays three ``is not None`` tests per job for all
 this (``benchmarks/bench_tracing.py`` times them).

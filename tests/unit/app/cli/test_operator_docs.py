@@ -17,7 +17,7 @@ def test_the_actor_guide_points_at_actor_config() -> None:
 
 def test_every_xargs_in_the_runbook_runs_nothing_on_empty_input() -> None:
     """Without -r, an empty job list ran `taskq jobs retry` with no id (a usage error)."""
-    text = (DOCS / "operations.md").read_text(encoding="utf-8")
+    text = (DOCS / "runbook.md").read_text(encoding="utf-8")
     uses = re.findall(r"xargs[^\n|]*", text)
     assert uses
     assert all(re.search(r"\s-r\b", use) for use in uses), uses
