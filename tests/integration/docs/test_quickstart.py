@@ -48,7 +48,13 @@ async def test_the_quickstart_runs_as_written(tmp_path: Path) -> None:
     # As a user's shell: no PYTHONPATH, no TASKQ_* but the two the page sets.
     env = {k: v for k, v in os.environ.items() if not k.startswith("TASKQ_")}
     env.pop("PYTHONPATH", None)
-    env |= {"TASKQ_PG_DSN": dsn, "TASKQ_SCHEMA_NAME": schema}
+    # The page's own settings, plus the health socket tests/conftest.py gave this test:
+    # the default path belongs to whatever worker already runs on this machine.
+    env |= {
+        "TASKQ_PG_DSN": dsn,
+        "TASKQ_SCHEMA_NAME": schema,
+        "TASKQ_HEALTH_SOCKET_PATH": os.environ["TASKQ_HEALTH_SOCKET_PATH"],
+    }
     outputs: dict[str, str] = {}
     try:
         for block, line in shell_lines(PAGE):
