@@ -215,7 +215,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = [item for item in items if not _unselected(item)]
         config.hook.pytest_deselected(items=unselected)
     config.stash[_DESELECTED_KEY] = len(unselected)
-    config.stash[_COUNTS_KEY] = _count_by_adapter(items)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    # Counted once every deselection (ports, -k, -m) is done, so the last line says what runs.
+    session.config.stash[_COUNTS_KEY] = _count_by_adapter(session.items)
 
 
 def pytest_terminal_summary(
