@@ -92,6 +92,14 @@ def selected_ports(config: pytest.Config) -> frozenset[str]:
     return frozenset(names)
 
 
+def named_ports(config: pytest.Config) -> frozenset[str]:
+    """The ports ``--taskq-ports`` names explicitly (none when it is not given): an adapter
+    claims to implement these, so a test of one of them must not skip for want of it."""
+    if config.getoption(PORTS_OPTION, None) is None:
+        return frozenset()
+    return selected_ports(config)
+
+
 @dataclass(frozen=True, slots=True)
 class UserAdapter:
     """The factory ``--taskq-adapter`` names, loaded and checked."""
@@ -141,6 +149,7 @@ __all__ = [
     "PORTS",
     "PORTS_OPTION",
     "UserAdapter",
+    "named_ports",
     "selected_ports",
     "suite_directory",
     "user_adapter",
