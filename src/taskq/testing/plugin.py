@@ -29,7 +29,13 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from taskq.testing.factory import SHAPE, adapter_id_for, describe, load_factory, shape_problem
+from taskq.testing.factory import (
+    SHAPE,
+    adapter_id_for,
+    load_factory,
+    load_problem,
+    shape_problem,
+)
 
 if TYPE_CHECKING:
     from taskq.testing.harness import HarnessFactory
@@ -126,7 +132,8 @@ def user_adapter(config: pytest.Config) -> UserAdapter | None:
         try:
             factory = load_factory(spec)
         except Exception as exc:
-            raise pytest.UsageError(f"{ADAPTER_OPTION}={spec}: {describe(exc)}") from exc
+            why = load_problem(exc, spec, invocation_dir)
+            raise pytest.UsageError(f"{ADAPTER_OPTION}={spec}: {why}") from exc
         problem = shape_problem(factory)
         if problem is not None:
             raise pytest.UsageError(f"{ADAPTER_OPTION}={spec}: {problem}; {SHAPE}")

@@ -74,3 +74,32 @@ def test_a_factory_giving_the_wrong_thing_stops_the_run_once(
     assert output.count(SHAPE) == 1
     assert "asynchronous context manager protocol" not in output
     assert "no tests ran" in output
+
+
+def _run_in(project: Path, spec: str) -> subprocess.CompletedProcess[str]:
+    """pytest in ``project`` with only ``--taskq-adapter``, its module found there."""
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:randomly", "-q", f"--taskq-adapter={spec}"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_a_missing_module_names_where_it_was_looked_for(tmp_path: Path) -> None:
+    """Was only ``ModuleNotFoundError: No module named 'mypkg'``, without saying that the
+    directory pytest runs in is searched too (so a wrong directory is the likely cause)."""
+    result = _run_in(tmp_path, "mypkg.testing:my_harness")
+    assert result.returncode == 4, result.stdout + result.stderr
+    assert "No module named 'mypkg'" in result.stderr
+    assert f"nor under {tmp_path}, the directory pytest runs in" in result.stderr
+
+
+def test_a_module_that_raises_on_import_names_the_line(tmp_path: Path) -> None:
+    """A usage error prints no traceback: was only ``RuntimeError: no backend``."""
+    (tmp_path / "myharness.py").write_text("import os\n\nraise RuntimeError('no backend')\n")
+    result = _run_in(tmp_path, "myharness:my_harness")
+    assert result.returncode == 4, result.stdout + result.stderr
+    where = tmp_path / "myharness.py"
+    assert f"RuntimeError: no backend (raised at {where}:3)" in result.stderr
