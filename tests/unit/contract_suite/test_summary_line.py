@@ -18,3 +18,10 @@ def test_the_count_leaves_out_tests_deselected_by_k(tmp_path: Path) -> None:
     ran = _count(r"memory: (\d+) tests", output)
     assert ran == _count(r"(\d+) passed", output)
     assert re.search(r"\d+ deselected", output), output
+
+
+def test_one_test_is_counted_in_the_singular(tmp_path: Path) -> None:
+    run = _pytest(tmp_path, f"--taskq-adapter={MEMORY}", "-k", "test_store_ping_succeeds")
+    output = run.stdout + run.stderr
+    assert run.returncode == 0, output
+    assert "taskq contract suite — memory: 1 test\n" in output
