@@ -82,7 +82,8 @@ def load_problem(exc: BaseException, spec: str, search_dir: str) -> str:
     ):
         return (
             f"{describe(exc)} (not among the installed packages, nor under {search_dir}, "
-            "the directory pytest runs in)"
+            "the directory pytest runs in: install it, or add its directory to pytest's "
+            "pythonpath setting)"
         )
     frames = [
         frame

@@ -93,7 +93,7 @@ def test_a_missing_module_names_where_it_was_looked_for(tmp_path: Path) -> None:
     result = _run_in(tmp_path, "mypkg.testing:my_harness")
     assert result.returncode == 4, result.stdout + result.stderr
     assert "No module named 'mypkg'" in result.stderr
-    assert f"nor under {tmp_path}, the directory pytest runs in" in result.stderr
+    assert f"nor under {tmp_path}, the directory pytest runs in: install it" in result.stderr
 
 
 def test_a_module_that_raises_on_import_names_the_line(tmp_path: Path) -> None:
@@ -103,3 +103,16 @@ def test_a_module_that_raises_on_import_names_the_line(tmp_path: Path) -> None:
     assert result.returncode == 4, result.stdout + result.stderr
     where = tmp_path / "myharness.py"
     assert f"RuntimeError: no backend (raised at {where}:3)" in result.stderr
+
+
+def test_a_src_layout_module_is_found_through_pytests_pythonpath(tmp_path: Path) -> None:
+    """The remedy the error and docs/contract-suite.md give for an uninstalled ``src/``
+    package: pytest's ``pythonpath`` applies before the factory is loaded."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "srcharness.py").write_text(
+        "from taskq.testing import memory_harness as src_harness\n"
+    )
+    (tmp_path / "pyproject.toml").write_text('[tool.pytest.ini_options]\npythonpath = ["src"]\n')
+    result = _run_in(tmp_path, "srcharness:src_harness")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "taskq contract suite — src:" in result.stdout
