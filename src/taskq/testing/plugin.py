@@ -151,6 +151,20 @@ def pytest_configure(config: pytest.Config) -> None:
         config.args = [str(suite_directory())]
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # --taskq-ports filters the suite's tests; with none collected (no --taskq-adapter in a
+    # project of one's own) it would silently run the project's tests instead.
+    if config.getoption(PORTS_OPTION, None) is None:
+        return
+    suite = suite_directory()
+    if not any(item.path.is_relative_to(suite) for item in items):
+        raise pytest.UsageError(
+            f"{PORTS_OPTION} selects contract tests, and none was collected: "
+            f"give {ADAPTER_OPTION}=MODULE:CALLABLE too"
+        )
+
+
 __all__ = [
     "ADAPTER_OPTION",
     "PORTS",

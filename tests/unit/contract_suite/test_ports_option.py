@@ -73,6 +73,14 @@ def test_without_the_ports_option_a_missing_rate_limiter_skips(tmp_path: Path) -
     assert _count(r"(\d+) skipped", output) == _count(r"no_limiter: (\d+) tests", output)
 
 
+def test_the_ports_option_without_the_suite_is_a_usage_error(tmp_path: Path) -> None:
+    """Without ``--taskq-adapter`` a project's own tests ran, the option silently ignored."""
+    (tmp_path / "test_own.py").write_text("def test_own() -> None:\n    pass\n")
+    run = _pytest(tmp_path, "--taskq-ports=rate_limiter")
+    assert run.returncode == 4, run.stdout + run.stderr
+    assert "--taskq-ports selects contract tests, and none was collected: give" in run.stderr
+
+
 def test_an_unknown_port_is_a_usage_error(tmp_path: Path) -> None:
     run = _pytest(tmp_path, f"--taskq-adapter={PARTIAL}", "--taskq-ports=rate_limiter,queues")
     assert run.returncode == 4
