@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from .plugin import (
     harness,
+    pytest_collection_finish,
     pytest_collection_modifyitems,
     pytest_collectstart,
     pytest_configure,
@@ -18,6 +19,7 @@ from .plugin import (
 
 __all__ = [
     "harness",
+    "pytest_collection_finish",
     "pytest_collection_modifyitems",
     "pytest_collectstart",
     "pytest_configure",

@@ -215,7 +215,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = [item for item in items if not _unselected(item)]
         config.hook.pytest_deselected(items=unselected)
     config.stash[_DESELECTED_KEY] = len(unselected)
-    config.stash[_COUNTS_KEY] = _count_by_adapter(items)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    # Counted once every deselection (ports, -k, -m) is done, so the last line says what runs.
+    session.config.stash[_COUNTS_KEY] = _count_by_adapter(session.items)
+
+
+def _tests(count: int) -> str:
+    return f"{count} test" if count == 1 else f"{count} tests"
 
 
 def pytest_terminal_summary(
@@ -225,9 +233,9 @@ def pytest_terminal_summary(
     deselected = config.stash.get(_DESELECTED_KEY, 0)
     if not counts and not deselected and not config.stash.get(_SKIPPED_KEY, []):
         return
-    parts = [f"{a.id}: {counts.get(a.id, 0)} tests" for a in config.stash[_ADAPTERS_KEY]]
+    parts = [f"{a.id}: {_tests(counts.get(a.id, 0))}" for a in config.stash[_ADAPTERS_KEY]]
     parts += [f"{a.id}: not collected ({a.problem})" for a in config.stash[_SKIPPED_KEY]]
     if deselected:
         ports = ",".join(p for p in PORTS if p in config.stash[_PORTS_KEY])
-        parts.append(f"{deselected} tests deselected (they need ports beyond {ports})")
+        parts.append(f"{_tests(deselected)} deselected (they need ports beyond {ports})")
     terminalreporter.write_line("taskq contract suite — " + "; ".join(parts))

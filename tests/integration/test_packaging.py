@@ -158,6 +158,20 @@ def test_the_option_alone_runs_the_installed_suite(wheel_python: Path, project: 
     assert " error" not in output
 
 
+def test_a_failure_id_reruns_under_pyargs(wheel_python: Path, project: Path) -> None:
+    """The id pytest reports (``test_leases.py::name[tiny]``) reruns that one test with the
+    suite's package in front, as docs/contract-suite.md says."""
+    listed = _pytest(
+        wheel_python, project, "-q", "--collect-only", "--taskq-adapter=tiny_adapter:tiny_harness"
+    )
+    test_id = next(line for line in listed.splitlines() if line.startswith("test_leases.py::"))
+    pyarg = "taskq.testing.contracts.test_leases" + test_id.removeprefix("test_leases.py")
+    output = _pytest(
+        wheel_python, project, "-q", "--taskq-adapter=tiny_adapter:tiny_harness", "--pyargs", pyarg
+    )
+    assert re.search(r"\b1 passed\b", output), output
+
+
 def test_without_the_option_the_project_runs_as_before(wheel_python: Path, project: Path) -> None:
     """Installed but not asked for, the plugin collects nothing and says nothing."""
     output = _pytest(wheel_python, project, "-q")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import traceback
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -70,4 +71,28 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-__all__ = ["SHAPE", "adapter_id_for", "describe", "load_factory", "shape_problem"]
+def load_problem(exc: BaseException, spec: str, search_dir: str) -> str:
+    """Why ``spec`` failed to load, with where to look: the directories searched when its
+    module does not exist, else the line that raised (a usage error shows no traceback)."""
+    module = spec.partition(":")[0]
+    if (
+        isinstance(exc, ModuleNotFoundError)
+        and exc.name
+        and (module + ".").startswith(exc.name + ".")
+    ):
+        return (
+            f"{describe(exc)} (not among the installed packages, nor under {search_dir}, "
+            "the directory pytest runs in: install it, or add its directory to pytest's "
+            "pythonpath setting)"
+        )
+    frames = [
+        frame
+        for frame in traceback.extract_tb(exc.__traceback__)
+        if not frame.filename.startswith("<") and frame.filename != __file__
+    ]
+    if frames:
+        return f"{describe(exc)} (raised at {frames[-1].filename}:{frames[-1].lineno})"
+    return describe(exc)
+
+
+__all__ = ["SHAPE", "adapter_id_for", "describe", "load_factory", "load_problem", "shape_problem"]

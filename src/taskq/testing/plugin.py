@@ -29,7 +29,13 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from taskq.testing.factory import SHAPE, adapter_id_for, describe, load_factory, shape_problem
+from taskq.testing.factory import (
+    SHAPE,
+    adapter_id_for,
+    load_factory,
+    load_problem,
+    shape_problem,
+)
 
 if TYPE_CHECKING:
     from taskq.testing.harness import HarnessFactory
@@ -92,6 +98,14 @@ def selected_ports(config: pytest.Config) -> frozenset[str]:
     return frozenset(names)
 
 
+def named_ports(config: pytest.Config) -> frozenset[str]:
+    """The ports ``--taskq-ports`` names explicitly (none when it is not given): an adapter
+    claims to implement these, so a test of one of them must not skip for want of it."""
+    if config.getoption(PORTS_OPTION, None) is None:
+        return frozenset()
+    return selected_ports(config)
+
+
 @dataclass(frozen=True, slots=True)
 class UserAdapter:
     """The factory ``--taskq-adapter`` names, loaded and checked."""
@@ -118,7 +132,8 @@ def user_adapter(config: pytest.Config) -> UserAdapter | None:
         try:
             factory = load_factory(spec)
         except Exception as exc:
-            raise pytest.UsageError(f"{ADAPTER_OPTION}={spec}: {describe(exc)}") from exc
+            why = load_problem(exc, spec, invocation_dir)
+            raise pytest.UsageError(f"{ADAPTER_OPTION}={spec}: {why}") from exc
         problem = shape_problem(factory)
         if problem is not None:
             raise pytest.UsageError(f"{ADAPTER_OPTION}={spec}: {problem}; {SHAPE}")
@@ -136,11 +151,26 @@ def pytest_configure(config: pytest.Config) -> None:
         config.args = [str(suite_directory())]
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # --taskq-ports filters the suite's tests; with none collected (no --taskq-adapter in a
+    # project of one's own) it would silently run the project's tests instead.
+    if config.getoption(PORTS_OPTION, None) is None:
+        return
+    suite = suite_directory()
+    if not any(item.path.is_relative_to(suite) for item in items):
+        raise pytest.UsageError(
+            f"{PORTS_OPTION} selects contract tests, and none was collected: "
+            f"give {ADAPTER_OPTION}=MODULE:CALLABLE too"
+        )
+
+
 __all__ = [
     "ADAPTER_OPTION",
     "PORTS",
     "PORTS_OPTION",
     "UserAdapter",
+    "named_ports",
     "selected_ports",
     "suite_directory",
     "user_adapter",

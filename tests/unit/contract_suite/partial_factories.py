@@ -26,3 +26,12 @@ async def limiter_only_harness() -> AsyncIterator[Harness]:
         base.open_leader_lock = _not_implemented
         base.open_notifier = _not_implemented
         yield base
+
+
+@asynccontextmanager
+async def no_limiter_harness() -> AsyncIterator[Harness]:
+    """Every port but the rate limiter (``open_rate_limiter`` is None)."""
+    async with memory_harness() as base:
+        base.name = "no-limiter"
+        base.open_rate_limiter = None
+        yield base

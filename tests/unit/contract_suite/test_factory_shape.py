@@ -74,3 +74,45 @@ def test_a_factory_giving_the_wrong_thing_stops_the_run_once(
     assert output.count(SHAPE) == 1
     assert "asynchronous context manager protocol" not in output
     assert "no tests ran" in output
+
+
+def _run_in(project: Path, spec: str) -> subprocess.CompletedProcess[str]:
+    """pytest in ``project`` with only ``--taskq-adapter``, its module found there."""
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:randomly", "-q", f"--taskq-adapter={spec}"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_a_missing_module_names_where_it_was_looked_for(tmp_path: Path) -> None:
+    """Was only ``ModuleNotFoundError: No module named 'mypkg'``, without saying that the
+    directory pytest runs in is searched too (so a wrong directory is the likely cause)."""
+    result = _run_in(tmp_path, "mypkg.testing:my_harness")
+    assert result.returncode == 4, result.stdout + result.stderr
+    assert "No module named 'mypkg'" in result.stderr
+    assert f"nor under {tmp_path}, the directory pytest runs in: install it" in result.stderr
+
+
+def test_a_module_that_raises_on_import_names_the_line(tmp_path: Path) -> None:
+    """A usage error prints no traceback: was only ``RuntimeError: no backend``."""
+    (tmp_path / "myharness.py").write_text("import os\n\nraise RuntimeError('no backend')\n")
+    result = _run_in(tmp_path, "myharness:my_harness")
+    assert result.returncode == 4, result.stdout + result.stderr
+    where = tmp_path / "myharness.py"
+    assert f"RuntimeError: no backend (raised at {where}:3)" in result.stderr
+
+
+def test_a_src_layout_module_is_found_through_pytests_pythonpath(tmp_path: Path) -> None:
+    """The remedy the error and docs/contract-suite.md give for an uninstalled ``src/``
+    package: pytest's ``pythonpath`` applies before the factory is loaded."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "srcharness.py").write_text(
+        "from taskq.testing import memory_harness as src_harness\n"
+    )
+    (tmp_path / "pyproject.toml").write_text('[tool.pytest.ini_options]\npythonpath = ["src"]\n')
+    result = _run_in(tmp_path, "srcharness:src_harness")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "taskq contract suite — src:" in result.stdout

@@ -54,6 +54,33 @@ def test_without_the_ports_option_every_port_is_tested(tmp_path: Path) -> None:
     assert "this adapter implements only the rate limiter" in output
 
 
+def test_naming_a_port_the_harness_lacks_fails_instead_of_skipping(tmp_path: Path) -> None:
+    """``--taskq-ports=rate_limiter`` with ``open_rate_limiter=None``: every test fails, so
+    the run is not green having tested nothing (it skipped all 15, exit 0)."""
+    factory = "tests.unit.contract_suite.partial_factories:no_limiter_harness"
+    run = _pytest(tmp_path, f"--taskq-adapter={factory}", "--taskq-ports=rate_limiter")
+    output = run.stdout + run.stderr
+    assert run.returncode == 1, output
+    assert "skipped" not in output
+    assert "provides no rate limiter (open_rate_limiter is None), but --taskq-ports" in output
+
+
+def test_without_the_ports_option_a_missing_rate_limiter_skips(tmp_path: Path) -> None:
+    factory = "tests.unit.contract_suite.partial_factories:no_limiter_harness"
+    run = _pytest(tmp_path, f"--taskq-adapter={factory}", "-k", "test_rate_limiter")
+    output = run.stdout + run.stderr
+    assert run.returncode == 0, output
+    assert _count(r"(\d+) skipped", output) == _count(r"no_limiter: (\d+) tests", output)
+
+
+def test_the_ports_option_without_the_suite_is_a_usage_error(tmp_path: Path) -> None:
+    """Without ``--taskq-adapter`` a project's own tests ran, the option silently ignored."""
+    (tmp_path / "test_own.py").write_text("def test_own() -> None:\n    pass\n")
+    run = _pytest(tmp_path, "--taskq-ports=rate_limiter")
+    assert run.returncode == 4, run.stdout + run.stderr
+    assert "--taskq-ports selects contract tests, and none was collected: give" in run.stderr
+
+
 def test_an_unknown_port_is_a_usage_error(tmp_path: Path) -> None:
     run = _pytest(tmp_path, f"--taskq-adapter={PARTIAL}", "--taskq-ports=rate_limiter,queues")
     assert run.returncode == 4
