@@ -105,3 +105,13 @@ def test_a_missing_module_names_the_directories_searched(parent: Path, tmp_path:
     missing = taskq("worker", "--actors", "x.y:z", "--app-dir", "nope", cwd=tmp_path)
     assert missing.returncode == 1
     assert f"--app-dir {tmp_path / 'nope'} is not a directory" in missing.stderr
+
+
+def test_a_mistyped_module_in_a_found_package_says_so(parent: Path) -> None:
+    # The package is found from the working directory: advice to move elsewhere would mislead.
+    run = taskq("worker", "--actors", "myapp_door.actor:registry", cwd=parent)
+    assert run.returncode == 1
+    last = run.stderr.strip().splitlines()[-1]
+    assert f"the package 'myapp_door' (in {parent / 'myapp_door'}) has no module 'actor'" in last
+    assert "run from the directory" not in last
+    assert "searched:" not in last

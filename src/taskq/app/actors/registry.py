@@ -87,6 +87,12 @@ def _searched(module_name: str, exc: ModuleNotFoundError, app_dir: str | None) -
     missing = exc.name or ""
     if not missing or not (module_name == missing or module_name.startswith(missing + ".")):
         return ""
+    parent, dot, leaf = missing.rpartition(".")
+    found = sys.modules.get(parent) if dot else None
+    if found is not None:
+        # The package imported, so the working directory is right: the module name is not.
+        places = ", ".join(getattr(found, "__path__", None) or [found.__name__])
+        return f"; the package {parent!r} (in {places}) has no module {leaf!r}"
     where = [entry or os.getcwd() for entry in sys.path if not entry.endswith(".zip")]
     hint = (
         f"; run from the directory that holds {missing.split('.')[0]!r} or pass --app-dir DIR"
