@@ -9,6 +9,7 @@ that ``migrate`` and ``worker`` import.
 from __future__ import annotations
 
 import importlib
+import inspect
 import sys
 from types import ModuleType
 from typing import Annotated, Any, NoReturn
@@ -97,8 +98,22 @@ def _plain_option(param: Any, ctx: Any) -> None:
         param._get_number_range_help_str = lambda: None
 
 
+def _one_line_paragraphs(text: str) -> str:
+    # Typer's rich help keeps a docstring's line breaks past its first paragraph (and
+    # in the command lists), which at 80 columns breaks lines mid-sentence: each
+    # paragraph becomes one line for the terminal to wrap. `\b` keeps a paragraph as is.
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    return "\n\n".join(
+        paragraph if paragraph.startswith("\b") else " ".join(paragraph.split("\n"))
+        for paragraph in paragraphs
+    )
+
+
 def _plain_help(command: Any) -> None:
-    """``command`` and its sub-commands list their options (help included) plainly."""
+    """``command`` and its sub-commands list their options (help included) plainly, and
+    their help text in paragraphs the terminal wraps."""
+    if command.help:
+        command.help = _one_line_paragraphs(command.help)
     get_params = command.get_params
 
     def plain_params(ctx: Any) -> list[Any]:
