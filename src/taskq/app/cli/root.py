@@ -86,9 +86,16 @@ def _plain_option(param: Any, ctx: Any) -> None:
     if getattr(param, "is_flag", False):
         param.metavar = ""
     elif param.metavar is None and hasattr(param, "display_type"):
-        short = _SHORT_TYPES.get(param.display_type(ctx))
+        shown = param.display_type(ctx)
+        short = _SHORT_TYPES.get(shown)
         if short is not None:
             param.metavar = short
+        elif param.param_type_name == "option" and "|" in shown and len(shown) > 24:
+            # A long `<a|b|c>` is cut mid-word in the type column: a name goes there and
+            # the choices go in the help, which wraps between words.
+            param.metavar = str(param.name).upper()
+            choices = ", ".join(shown.strip("<>").split("|"))
+            param.help = f"{param.help or ''} One of: {choices}.".strip()
     range_of = getattr(param, "_get_number_range_help_str", None)
     shown_range = range_of() if callable(range_of) else None
     if shown_range:

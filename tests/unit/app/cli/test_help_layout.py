@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from taskq.app.cli.root import DISTRIBUTION, app
+from taskq.domain.status import JobStatus
 
 COMMANDS = [
     ("worker",),
@@ -93,3 +94,13 @@ def test_help_text_wraps_at_the_terminal_not_where_the_docstring_breaks(
         if line and len(line) < 40 and not line.endswith((".", ")")) and after[:1].islower()
     ]
     assert stubs == []
+
+
+def test_a_long_choice_list_is_shown_in_the_help_whole() -> None:
+    # In the type column, `<pending|scheduled|running|succeeded|...>` broke mid-word.
+    run = taskq("jobs", "list", "--help")
+    assert run.returncode == 0, run.stderr
+    assert "STATUS" in run.stdout
+    for status in JobStatus:
+        assert re.search(rf"\b{status.value}\b", run.stdout), status
+    assert "|" not in run.stdout.replace("│", "")
