@@ -8,6 +8,7 @@ that ``migrate`` and ``worker`` import.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import inspect
 import sys
@@ -60,6 +61,18 @@ class _LazyGroup(TyperGroup):
         command.name = cmd_name
         _plain_help(command)
         return command
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        # Typer suggests a near name from the commands already built, none in a lazy
+        # group: suggest from the names, so `taskq job list` says "Did you mean 'jobs'?".
+        try:
+            return super().resolve_command(ctx, args)
+        except _click_exceptions().UsageError as exc:
+            near = difflib.get_close_matches(args[0], self.list_commands(ctx)) if args else []
+            if near and "Did you mean" not in exc.message:
+                shown = ", ".join(repr(name) for name in near)
+                exc.message = f"{exc.message.rstrip('.')}. Did you mean {shown}?"
+            raise
 
     def get_params(self, ctx: Any) -> list[Any]:
         params: list[Any] = super().get_params(ctx)

@@ -104,3 +104,10 @@ def test_a_long_choice_list_is_shown_in_the_help_whole() -> None:
     for status in JobStatus:
         assert re.search(rf"\b{status.value}\b", run.stdout), status
     assert "|" not in run.stdout.replace("│", "")
+
+
+def test_a_mistyped_command_suggests_the_near_names() -> None:
+    # The top-level group builds its commands lazily, so Typer had no names to suggest from.
+    run = taskq("job", "list")
+    assert run.returncode == 1
+    assert run.stderr == "taskq: No such command 'job'. Did you mean 'jobs'?\n"
