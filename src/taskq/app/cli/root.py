@@ -218,6 +218,11 @@ def run(args: list[str] | None = None) -> NoReturn:
             ctx = ctx.parent
         where = "".join(f"{name} " for name in names).rstrip()
         message = " ".join(exc.format_message().split())
+        group: Any = exc.ctx.command if exc.ctx is not None else None
+        if message == "Missing command." and hasattr(group, "list_commands"):
+            # `taskq health` alone: say what may follow, as the help would.
+            choices = ", ".join(group.list_commands(exc.ctx))
+            message = f"Missing command: one of {choices} (taskq {where} --help)"
         typer.echo(f"taskq: {where + ': ' if where else ''}{message}", err=True)
         sys.exit(1)
     except typer.Abort:

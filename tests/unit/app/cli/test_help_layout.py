@@ -111,3 +111,11 @@ def test_a_mistyped_command_suggests_the_near_names() -> None:
     run = taskq("job", "list")
     assert run.returncode == 1
     assert run.stderr == "taskq: No such command 'job'. Did you mean 'jobs'?\n"
+
+
+def test_a_missing_sub_command_names_the_ones_that_may_follow() -> None:
+    run = taskq("health")
+    assert run.returncode == 1
+    assert run.stderr == (
+        "taskq: health: Missing command: one of live, ready, metrics, tasks (taskq health --help)\n"
+    )
