@@ -89,6 +89,7 @@ _SHORT_TYPES: dict[str, str] = {
     "<int range>": "INTEGER",
     "<float>": "FLOAT",
     "<float range>": "FLOAT",
+    "<path>": "PATH",
 }
 
 
@@ -98,6 +99,11 @@ def _plain_option(param: Any, ctx: Any) -> None:
     # need at 80 columns.
     if getattr(param, "is_flag", False):
         param.metavar = ""
+    elif getattr(param, "param_type_name", "") == "argument" and hasattr(param, "display_type"):
+        # An argument's metavar is its name; its type column has a word of its own.
+        short = _SHORT_TYPES.get(param.display_type(ctx))
+        if short is not None:
+            param.display_type_rich = lambda ctx, short=short: short
     elif param.metavar is None and hasattr(param, "display_type"):
         shown = param.display_type(ctx)
         short = _SHORT_TYPES.get(shown)

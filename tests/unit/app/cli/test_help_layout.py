@@ -119,3 +119,18 @@ def test_a_missing_sub_command_names_the_ones_that_may_follow() -> None:
     assert run.stderr == (
         "taskq: health: Missing command: one of live, ready, metrics, tasks (taskq health --help)\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("command", "shown"),
+    [(("jobs", "get"), "ID      INTEGER"), (("actor-config", "set"), "NAME      TEXT")],
+    ids=lambda value: " ".join(value) if isinstance(value, tuple) else value,
+)
+def test_an_argument_s_type_is_a_word_as_an_option_s_is(
+    command: tuple[str, ...], shown: str
+) -> None:
+    run = taskq(*command, "--help")
+    assert run.returncode == 0, run.stderr
+    assert shown in run.stdout
+    assert "<int>" not in run.stdout
+    assert "<str>" not in run.stdout
