@@ -159,6 +159,8 @@ app = typer.Typer(
     help="TaskQ: Postgres-backed background jobs.",
     no_args_is_help=True,
     add_completion=False,
+    # -h as well as --help, on every command (a sub-command's context inherits it).
+    context_settings={"help_option_names": ["-h", "--help"]},
     # Expected failures print one line (see cli.support); anything else is a bug and
     # should show a plain traceback, not a pretty one that hides the frames.
     pretty_exceptions_enable=False,

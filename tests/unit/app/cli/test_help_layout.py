@@ -134,3 +134,10 @@ def test_an_argument_s_type_is_a_word_as_an_option_s_is(
     assert shown in run.stdout
     assert "<int>" not in run.stdout
     assert "<str>" not in run.stdout
+
+
+@pytest.mark.parametrize("command", [(), ("worker",), ("jobs", "list")], ids=" ".join)
+def test_dash_h_is_help_as_dash_dash_help_is(command: tuple[str, ...]) -> None:
+    short, long = taskq(*command, "-h"), taskq(*command, "--help")
+    assert short.returncode == 0, short.stderr
+    assert short.stdout == long.stdout
