@@ -115,3 +115,16 @@ def test_a_mistyped_module_in_a_found_package_says_so(parent: Path) -> None:
     assert f"the package 'myapp_door' (in {parent / 'myapp_door'}) has no module 'actor'" in last
     assert "run from the directory" not in last
     assert "searched:" not in last
+
+
+def test_an_actor_signature_error_points_at_the_application_s_line(parent: Path) -> None:
+    # Not at the line of TaskQ's own signature check that raised it.
+    (parent / "myapp_door" / "wrong.py").write_text(
+        "from taskq import actor\n\n\n@actor(queue='default')\nasync def f(payload):\n    pass\n"
+    )
+    run = taskq("worker", "--actors", "myapp_door.wrong:f", cwd=parent)
+    assert run.returncode == 1
+    last = run.stderr.strip().splitlines()[-1]
+    assert "ActorSignatureError" in last
+    # The decorator's line or the def's, as the Python version numbers the call.
+    assert last.endswith(tuple(f"(at {parent / 'myapp_door' / 'wrong.py'}:{n})" for n in (4, 5)))

@@ -12,7 +12,7 @@ import os
 import sys
 import traceback
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, Final
 
 from taskq.app.actors.ref import ActorRef
 from taskq.domain.errors import RegistryError
@@ -68,15 +68,22 @@ def registry_from(obj: object) -> dict[str, ActorRef[Any, Any]]:
     )
 
 
+#: TaskQ's own source: an error its ``@actor`` raises is placed at the application's line.
+_TASKQ_DIR: Final = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
 def _raised_at(exc: BaseException) -> str:
     """`` (at path:line)`` of the innermost frame of the application's code that raised
-    ``exc`` (the import machinery's own frames skipped), or "" when there is none."""
+    ``exc`` (the import machinery's and TaskQ's own frames skipped), or "" when there is
+    none."""
     frames = [
         frame
         for frame in traceback.extract_tb(exc.__traceback__)
-        if "importlib" not in frame.filename and not frame.filename.startswith("<")
+        if "importlib" not in frame.filename
+        and not frame.filename.startswith("<")
+        and not os.path.abspath(frame.filename).startswith(_TASKQ_DIR + os.sep)
     ]
-    if not frames or frames[-1].filename == __file__:
+    if not frames:
         return ""
     return f" (at {frames[-1].filename}:{frames[-1].lineno})"
 
