@@ -128,3 +128,26 @@ def test_an_actor_signature_error_points_at_the_application_s_line(parent: Path)
     assert "ActorSignatureError" in last
     # The decorator's line or the def's, as the Python version numbers the call.
     assert last.endswith(tuple(f"(at {parent / 'myapp_door' / 'wrong.py'}:{n})" for n in (4, 5)))
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        (
+            "myapp_door/actors.py:registry",
+            "names a file: give the module's dotted name, as in 'myapp_door.actors:registry', "
+            "from the directory that holds 'myapp_door' (or pass --app-dir DIR)",
+        ),
+        ("myapp_door/actors.py", "as in 'myapp_door.actors:registry'"),
+        ("myapp_door.actors.py:registry", "as in 'myapp_door.actors:registry'"),
+        ("myapp_door.actors.registry", "(a colon before the attribute, as in "),
+    ],
+)
+def test_a_path_or_a_missing_colon_says_how_to_write_the_registry(
+    parent: Path, given: str, said: str
+) -> None:
+    run = taskq("worker", "--actors", given, cwd=parent)
+    assert run.returncode == 1
+    (line,) = run.stderr.strip().splitlines()
+    assert line.startswith(f"taskq: actor registry {given!r} ")
+    assert said in line

@@ -121,8 +121,20 @@ def load_registry(
     names the directories searched.
     """
     module_name, sep, attr_path = spec.partition(":")
+    if module_name.endswith(".py") or "/" in module_name or "\\" in module_name:
+        # A path is the likeliest first try; the dotted name it stands for, when relative.
+        path = module_name.removesuffix(".py").replace("\\", "/")
+        dotted = "package.module" if path.startswith("/") else path.strip("./").replace("/", ".")
+        raise RegistryError(
+            f"actor registry {spec!r} names a file: give the module's dotted name, as in "
+            f"'{dotted}:{attr_path or 'registry'}', from the directory that holds "
+            f"{dotted.split('.')[0]!r} (or pass --app-dir DIR)"
+        )
     if not sep or not module_name or not attr_path:
-        raise RegistryError(f"actor registry {spec!r} must look like 'package.module:attribute'")
+        raise RegistryError(
+            f"actor registry {spec!r} must look like 'package.module:attribute' (a colon "
+            "before the attribute, as in 'myapp.actors:registry')"
+        )
     shown_dir: str | None = None
     if app_dir is not None:
         shown_dir = os.path.abspath(app_dir)
