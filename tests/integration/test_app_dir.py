@@ -107,6 +107,13 @@ def test_a_missing_module_names_the_directories_searched(parent: Path, tmp_path:
     assert f"--app-dir {tmp_path / 'nope'} is not a directory" in missing.stderr
 
 
+def test_a_module_under_a_plain_module_is_not_called_a_package(parent: Path) -> None:
+    run = taskq("worker", "--actors", "myapp_door.actors.sub:registry", cwd=parent)
+    assert run.returncode == 1
+    last = run.stderr.strip().splitlines()[-1]
+    assert last.endswith("'myapp_door.actors' is not a package")
+
+
 def test_a_mistyped_module_in_a_found_package_says_so(parent: Path) -> None:
     # The package is found from the working directory: advice to move elsewhere would mislead.
     run = taskq("worker", "--actors", "myapp_door.actor:registry", cwd=parent)

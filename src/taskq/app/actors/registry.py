@@ -98,8 +98,10 @@ def _searched(module_name: str, exc: ModuleNotFoundError, app_dir: str | None) -
     found = sys.modules.get(parent) if dot else None
     if found is not None:
         # The package imported, so the working directory is right: the module name is not.
-        places = ", ".join(getattr(found, "__path__", None) or [found.__name__])
-        return f"; the package {parent!r} (in {places}) has no module {leaf!r}"
+        places = getattr(found, "__path__", None)
+        if not places:
+            return ""  # Python's own message says "'myapp.actors' is not a package"
+        return f"; the package {parent!r} (in {', '.join(places)}) has no module {leaf!r}"
     where = [entry or os.getcwd() for entry in sys.path if not entry.endswith(".zip")]
     hint = (
         f"; run from the directory that holds {missing.split('.')[0]!r} or pass --app-dir DIR"
