@@ -105,3 +105,56 @@ def test_a_missing_module_names_the_directories_searched(parent: Path, tmp_path:
     missing = taskq("worker", "--actors", "x.y:z", "--app-dir", "nope", cwd=tmp_path)
     assert missing.returncode == 1
     assert f"--app-dir {tmp_path / 'nope'} is not a directory" in missing.stderr
+
+
+def test_a_module_under_a_plain_module_is_not_called_a_package(parent: Path) -> None:
+    run = taskq("worker", "--actors", "myapp_door.actors.sub:registry", cwd=parent)
+    assert run.returncode == 1
+    last = run.stderr.strip().splitlines()[-1]
+    assert last.endswith("'myapp_door.actors' is not a package")
+
+
+def test_a_mistyped_module_in_a_found_package_says_so(parent: Path) -> None:
+    # The package is found from the working directory: advice to move elsewhere would mislead.
+    run = taskq("worker", "--actors", "myapp_door.actor:registry", cwd=parent)
+    assert run.returncode == 1
+    last = run.stderr.strip().splitlines()[-1]
+    assert f"the package 'myapp_door' (in {parent / 'myapp_door'}) has no module 'actor'" in last
+    assert "run from the directory" not in last
+    assert "searched:" not in last
+
+
+def test_an_actor_signature_error_points_at_the_application_s_line(parent: Path) -> None:
+    # Not at the line of TaskQ's own signature check that raised it.
+    (parent / "myapp_door" / "wrong.py").write_text(
+        "from taskq import actor\n\n\n@actor(queue='default')\nasync def f(payload):\n    pass\n"
+    )
+    run = taskq("worker", "--actors", "myapp_door.wrong:f", cwd=parent)
+    assert run.returncode == 1
+    last = run.stderr.strip().splitlines()[-1]
+    assert "ActorSignatureError" in last
+    # The decorator's line or the def's, as the Python version numbers the call.
+    assert last.endswith(tuple(f"(at {parent / 'myapp_door' / 'wrong.py'}:{n})" for n in (4, 5)))
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        (
+            "myapp_door/actors.py:registry",
+            "names a file: give the module's dotted name, as in 'myapp_door.actors:registry', "
+            "from the directory that holds 'myapp_door' (or pass --app-dir DIR)",
+        ),
+        ("myapp_door/actors.py", "as in 'myapp_door.actors:registry'"),
+        ("myapp_door.actors.py:registry", "as in 'myapp_door.actors:registry'"),
+        ("myapp_door.actors.registry", "(a colon before the attribute, as in "),
+    ],
+)
+def test_a_path_or_a_missing_colon_says_how_to_write_the_registry(
+    parent: Path, given: str, said: str
+) -> None:
+    run = taskq("worker", "--actors", given, cwd=parent)
+    assert run.returncode == 1
+    (line,) = run.stderr.strip().splitlines()
+    assert line.startswith(f"taskq: actor registry {given!r} ")
+    assert said in line

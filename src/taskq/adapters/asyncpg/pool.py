@@ -21,7 +21,7 @@ import asyncpg
 
 from taskq.adapters.asyncpg.driver import Connection, Pool
 from taskq.adapters.postgres.dedicated import session_setup
-from taskq.adapters.postgres.driver import error_reason as _reason
+from taskq.adapters.postgres.driver import connect_reason as _reason
 from taskq.adapters.postgres.dsn import dsn_location, scrub_password
 from taskq.domain.errors import ConfigurationError, StoreUnavailable
 

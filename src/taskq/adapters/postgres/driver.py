@@ -29,6 +29,8 @@ or retries; should one escape anyway, it is still a ``StoreUnavailable``.
 
 from __future__ import annotations
 
+import re
+import socket
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, contextmanager
 from typing import Any, Final, Protocol
@@ -219,6 +221,34 @@ def error_reason(exc: BaseException) -> str:
     return f"{first} ({detail})" if isinstance(detail, str) and detail else first
 
 
+def connect_reason(exc: BaseException) -> str:
+    """Why opening a connection failed, in the same words whichever step tried it
+    (``connection refused`` rather than ``[Errno 111] Connect call failed (...)``)."""
+    if isinstance(exc, ConnectionRefusedError) or (
+        isinstance(exc, OSError) and "[Errno 111]" in str(exc)  # one per address tried
+    ):
+        return "connection refused"
+    if isinstance(exc, socket.gaierror):
+        return "unknown host"
+    if isinstance(exc, TimeoutError):
+        return "timed out"
+    if isinstance(exc, FileNotFoundError):
+        return "no server socket there"
+    reason = error_reason(exc)
+    # psycopg (libpq) repeats where it connected, which the caller's message already says.
+    said = _LIBPQ_CONNECT_FAILED.match(reason)
+    if said is None:
+        return reason
+    return "connection refused" if said["why"] == "Connection refused" else said["why"]
+
+
+#: libpq's ``connection failed: connection to server at "HOST", port N failed: WHY``.
+_LIBPQ_CONNECT_FAILED: Final = re.compile(
+    r'^connection failed: connection to server (?:at "[^"]*", port \d+|on socket "[^"]*") '
+    r"failed: (?:FATAL: +)?(?P<why>.+)$"
+)
+
+
 def sqlstate_error(sqlstate: str | None, reason: str, constraint: str | None) -> Exception | None:
     """The domain error or driver signal a failed statement's SQLSTATE means, if any.
 
@@ -297,6 +327,7 @@ __all__ = [
     "TransientConflict",
     "Translation",
     "UniqueConflict",
+    "connect_reason",
     "error_reason",
     "pool_unreachable",
     "render_store_queries",

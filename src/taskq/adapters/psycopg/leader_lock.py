@@ -19,7 +19,7 @@ from taskq.adapters.postgres.advisory_leader import (
     LeaderQuery,
 )
 from taskq.adapters.postgres.dedicated import DedicatedConnection
-from taskq.adapters.postgres.driver import error_reason as _reason
+from taskq.adapters.postgres.driver import connect_reason as _reason
 from taskq.adapters.postgres.dsn import dsn_location, scrub_password
 from taskq.adapters.postgres.schema import Schema
 from taskq.adapters.postgres.sql_loader import psycopg_queries

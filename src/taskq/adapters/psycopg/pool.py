@@ -20,7 +20,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import AsyncConnectionPool
 
 from taskq.adapters.postgres.dedicated import session_setup
-from taskq.adapters.postgres.driver import error_reason as _reason
+from taskq.adapters.postgres.driver import connect_reason as _reason
 from taskq.adapters.postgres.dsn import dsn_location, scrub_password
 from taskq.adapters.psycopg.checkout import Pool
 from taskq.domain.errors import ConfigurationError, StoreUnavailable

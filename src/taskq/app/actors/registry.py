@@ -12,7 +12,7 @@ import os
 import sys
 import traceback
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, Final
 
 from taskq.app.actors.ref import ActorRef
 from taskq.domain.errors import RegistryError
@@ -68,15 +68,22 @@ def registry_from(obj: object) -> dict[str, ActorRef[Any, Any]]:
     )
 
 
+#: TaskQ's own source: an error its ``@actor`` raises is placed at the application's line.
+_TASKQ_DIR: Final = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
 def _raised_at(exc: BaseException) -> str:
     """`` (at path:line)`` of the innermost frame of the application's code that raised
-    ``exc`` (the import machinery's own frames skipped), or "" when there is none."""
+    ``exc`` (the import machinery's and TaskQ's own frames skipped), or "" when there is
+    none."""
     frames = [
         frame
         for frame in traceback.extract_tb(exc.__traceback__)
-        if "importlib" not in frame.filename and not frame.filename.startswith("<")
+        if "importlib" not in frame.filename
+        and not frame.filename.startswith("<")
+        and not os.path.abspath(frame.filename).startswith(_TASKQ_DIR + os.sep)
     ]
-    if not frames or frames[-1].filename == __file__:
+    if not frames:
         return ""
     return f" (at {frames[-1].filename}:{frames[-1].lineno})"
 
@@ -87,6 +94,14 @@ def _searched(module_name: str, exc: ModuleNotFoundError, app_dir: str | None) -
     missing = exc.name or ""
     if not missing or not (module_name == missing or module_name.startswith(missing + ".")):
         return ""
+    parent, dot, leaf = missing.rpartition(".")
+    found = sys.modules.get(parent) if dot else None
+    if found is not None:
+        # The package imported, so the working directory is right: the module name is not.
+        places = getattr(found, "__path__", None)
+        if not places:
+            return ""  # Python's own message says "'myapp.actors' is not a package"
+        return f"; the package {parent!r} (in {', '.join(places)}) has no module {leaf!r}"
     where = [entry or os.getcwd() for entry in sys.path if not entry.endswith(".zip")]
     hint = (
         f"; run from the directory that holds {missing.split('.')[0]!r} or pass --app-dir DIR"
@@ -108,8 +123,20 @@ def load_registry(
     names the directories searched.
     """
     module_name, sep, attr_path = spec.partition(":")
+    if module_name.endswith(".py") or "/" in module_name or "\\" in module_name:
+        # A path is the likeliest first try; the dotted name it stands for, when relative.
+        path = module_name.removesuffix(".py").replace("\\", "/")
+        dotted = "package.module" if path.startswith("/") else path.strip("./").replace("/", ".")
+        raise RegistryError(
+            f"actor registry {spec!r} names a file: give the module's dotted name, as in "
+            f"'{dotted}:{attr_path or 'registry'}', from the directory that holds "
+            f"{dotted.split('.')[0]!r} (or pass --app-dir DIR)"
+        )
     if not sep or not module_name or not attr_path:
-        raise RegistryError(f"actor registry {spec!r} must look like 'package.module:attribute'")
+        raise RegistryError(
+            f"actor registry {spec!r} must look like 'package.module:attribute' (a colon "
+            "before the attribute, as in 'myapp.actors:registry')"
+        )
     shown_dir: str | None = None
     if app_dir is not None:
         shown_dir = os.path.abspath(app_dir)

@@ -179,7 +179,9 @@ def get_job(
                 text(a.worker_id),
                 when(a.started_at),
                 when(a.finished_at),
-                ": ".join(part for part in (a.error_class, a.error) if part) or "-",
+                # One line: a row per attempt (a pydantic error spans several lines).
+                " ".join(": ".join(part for part in (a.error_class, a.error) if part).split())
+                or "-",
             )
             for a in attempts
         ),

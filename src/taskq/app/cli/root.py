@@ -8,7 +8,9 @@ that ``migrate`` and ``worker`` import.
 
 from __future__ import annotations
 
+import difflib
 import importlib
+import inspect
 import sys
 from types import ModuleType
 from typing import Annotated, Any, NoReturn
@@ -60,6 +62,18 @@ class _LazyGroup(TyperGroup):
         _plain_help(command)
         return command
 
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        # Typer suggests a near name from the commands already built, none in a lazy
+        # group: suggest from the names, so `taskq job list` says "Did you mean 'jobs'?".
+        try:
+            return super().resolve_command(ctx, args)
+        except _click_exceptions().UsageError as exc:
+            near = difflib.get_close_matches(args[0], self.list_commands(ctx)) if args else []
+            if near and "Did you mean" not in exc.message:
+                shown = ", ".join(repr(name) for name in near)
+                exc.message = f"{exc.message.rstrip('.')}. Did you mean {shown}?"
+            raise
+
     def get_params(self, ctx: Any) -> list[Any]:
         params: list[Any] = super().get_params(ctx)
         for param in params:
@@ -75,6 +89,7 @@ _SHORT_TYPES: dict[str, str] = {
     "<int range>": "INTEGER",
     "<float>": "FLOAT",
     "<float range>": "FLOAT",
+    "<path>": "PATH",
 }
 
 
@@ -84,10 +99,22 @@ def _plain_option(param: Any, ctx: Any) -> None:
     # need at 80 columns.
     if getattr(param, "is_flag", False):
         param.metavar = ""
-    elif param.metavar is None and hasattr(param, "display_type"):
+    elif getattr(param, "param_type_name", "") == "argument" and hasattr(param, "display_type"):
+        # An argument's metavar is its name; its type column has a word of its own.
         short = _SHORT_TYPES.get(param.display_type(ctx))
         if short is not None:
+            param.display_type_rich = lambda ctx, short=short: short
+    elif param.metavar is None and hasattr(param, "display_type"):
+        shown = param.display_type(ctx)
+        short = _SHORT_TYPES.get(shown)
+        if short is not None:
             param.metavar = short
+        elif param.param_type_name == "option" and "|" in shown and len(shown) > 24:
+            # A long `<a|b|c>` is cut mid-word in the type column: a name goes there and
+            # the choices go in the help, which wraps between words.
+            param.metavar = str(param.name).upper()
+            choices = ", ".join(shown.strip("<>").split("|"))
+            param.help = f"{param.help or ''} One of: {choices}.".strip()
     range_of = getattr(param, "_get_number_range_help_str", None)
     shown_range = range_of() if callable(range_of) else None
     if shown_range:
@@ -97,8 +124,22 @@ def _plain_option(param: Any, ctx: Any) -> None:
         param._get_number_range_help_str = lambda: None
 
 
+def _one_line_paragraphs(text: str) -> str:
+    # Typer's rich help keeps a docstring's line breaks past its first paragraph (and
+    # in the command lists), which at 80 columns breaks lines mid-sentence: each
+    # paragraph becomes one line for the terminal to wrap. `\b` keeps a paragraph as is.
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    return "\n\n".join(
+        paragraph if paragraph.startswith("\b") else " ".join(paragraph.split("\n"))
+        for paragraph in paragraphs
+    )
+
+
 def _plain_help(command: Any) -> None:
-    """``command`` and its sub-commands list their options (help included) plainly."""
+    """``command`` and its sub-commands list their options (help included) plainly, and
+    their help text in paragraphs the terminal wraps."""
+    if command.help:
+        command.help = _one_line_paragraphs(command.help)
     get_params = command.get_params
 
     def plain_params(ctx: Any) -> list[Any]:
@@ -118,6 +159,8 @@ app = typer.Typer(
     help="TaskQ: Postgres-backed background jobs.",
     no_args_is_help=True,
     add_completion=False,
+    # -h as well as --help, on every command (a sub-command's context inherits it).
+    context_settings={"help_option_names": ["-h", "--help"]},
     # Expected failures print one line (see cli.support); anything else is a bug and
     # should show a plain traceback, not a pretty one that hides the frames.
     pretty_exceptions_enable=False,
@@ -183,6 +226,11 @@ def run(args: list[str] | None = None) -> NoReturn:
             ctx = ctx.parent
         where = "".join(f"{name} " for name in names).rstrip()
         message = " ".join(exc.format_message().split())
+        group: Any = exc.ctx.command if exc.ctx is not None else None
+        if message == "Missing command." and hasattr(group, "list_commands"):
+            # `taskq health` alone: say what may follow, as the help would.
+            choices = ", ".join(group.list_commands(exc.ctx))
+            message = f"Missing command: one of {choices} (taskq {where} --help)"
         typer.echo(f"taskq: {where + ': ' if where else ''}{message}", err=True)
         sys.exit(1)
     except typer.Abort:

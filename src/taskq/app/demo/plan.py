@@ -60,6 +60,11 @@ class Expected:
     attempts: int
 
 
+def _agree(count: int, one: str, many: str) -> str:
+    """The verb for ``count`` jobs: a small demo may have one flaky email, or one card."""
+    return one if count == 1 else many
+
+
 @dataclass(frozen=True, slots=True)
 class DemoPlan:
     """The demo's jobs for ``total`` (see the module docstring for the mix)."""
@@ -101,10 +106,14 @@ class DemoPlan:
     def describe(self) -> list[str]:
         """One line per actor: how many jobs, and what they will do."""
         lines = [
-            f"{self.flaky_emails + self.emails} send_email: {self.flaky_emails} fail their first "
-            "1-2 attempts (mail server busy), then succeed on a retry",
-            f"{self.declined + self.charged} charge_card: {self.declined} use a test card that is "
-            f"declined every time ({CHARGE_RETRY.max_attempts} attempts, then failed for good)",
+            f"{self.flaky_emails + self.emails} send_email: {self.flaky_emails} "
+            + _agree(self.flaky_emails, "fails its", "fail their")
+            + " first 1-2 attempts (mail server busy), then "
+            + _agree(self.flaky_emails, "succeeds", "succeed")
+            + " on a retry",
+            f"{self.declined + self.charged} charge_card: {self.declined} "
+            f"{_agree(self.declined, 'uses', 'use')} a test card that is declined every time "
+            f"({CHARGE_RETRY.max_attempts} attempts, then failed for good)",
             f"{self.thumbnails} make_thumbnail: a plain def, run in a worker thread",
             f"{self.reminders} send_reminder: scheduled "
             + " and ".join(f"{d.total_seconds():g} s" for d in REMINDER_DELAYS)

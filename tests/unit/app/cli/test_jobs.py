@@ -21,7 +21,9 @@ TRACEBACK = (
 JOB_FIELDS = {"id", "actor", "queue", "status", "attempt"}
 
 
-async def failed_job(store: QueueStore, actor: str = "send", queue: str = "email") -> int:
+async def failed_job(
+    store: QueueStore, actor: str = "send", queue: str = "email", error: str = "[Errno 5] down"
+) -> int:
     """A job of ``actor`` that ran once and failed with a traceback."""
     job_id = (await store.enqueue(NewJob(actor=actor, queue=queue, max_attempts=1))).job_id
     (claimed,) = await store.claim(
@@ -38,7 +40,7 @@ async def failed_job(store: QueueStore, actor: str = "send", queue: str = "email
         Finish(
             lease=claimed.lease,
             status=JobStatus.FAILED,
-            error="[Errno 5] down",
+            error=error,
             error_class="OSError",
             traceback=TRACEBACK,
         )
@@ -94,6 +96,22 @@ def test_jobs_get_shows_the_attempt_history_and_traceback(cli: Cli) -> None:
     assert [(a["attempt"], a["outcome"], a["traceback"]) for a in got["attempts"]] == [
         (1, "failed", TRACEBACK)
     ]
+
+
+def test_jobs_get_shows_a_multi_line_error_on_its_attempt_s_one_row(cli: Cli) -> None:
+    # A validation error spans lines: in the cell, the table's width was the whole text's.
+    error = "payload does not validate against Q\nm\n  Field required [type=missing]"
+    job_id = cli.on_store(lambda store: failed_job(store, error=error))
+    code, out, _ = cli("jobs", "get", str(job_id))
+    assert code == 0
+    table = out[out.index("ATTEMPT") :].split("\n\ntraceback")[0].splitlines()
+    rule, row = table[1], table[2]
+    assert row.startswith("1 ")
+    assert row.rstrip().endswith(
+        "OSError: payload does not validate against Q m Field required [type=missing]"
+    )
+    assert len(table) == 3
+    assert len(rule.rstrip()) <= len(row.rstrip())
 
 
 @pytest.mark.parametrize("command", ["get", "cancel", "retry"])

@@ -54,6 +54,7 @@ def test_the_demo_says_it_on_stderr_before_the_server_starts(
         said_before_start.append(capsys.readouterr().err)
         raise ConfigurationError("the embedded extra is not installed")
 
+    monkeypatch.setattr("taskq.app.composition.embedded_postgres_available", lambda: True)
     monkeypatch.setattr("taskq.app.composition.open_embedded_postgres", server_start)
     with pytest.raises(ConfigurationError):
         run_demo(DemoOptions(dsn=None))
@@ -61,3 +62,14 @@ def test_the_demo_says_it_on_stderr_before_the_server_starts(
     assert err.startswith("taskq demo: running as root")
     assert err.count("\n") == 1
     assert "userdel embedded_postgres" in err
+
+
+@pytest.mark.usefixtures("as_root")
+def test_without_the_embedded_extra_root_hears_only_that_there_is_no_database(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The notice would announce a server (and an OS user) that cannot start.
+    monkeypatch.setattr("taskq.app.composition.embedded_postgres_available", lambda: False)
+    with pytest.raises(ConfigurationError, match="no database for the demo: set TASKQ_PG_DSN"):
+        run_demo(DemoOptions(dsn=None))
+    assert "running as root" not in capsys.readouterr().err
