@@ -139,10 +139,6 @@ class ActorThreads(Executor):
             for thread in self._threads:
                 thread.join()
 
-    def alive(self) -> int:
-        """Threads still running (a job, or about to stop)."""
-        return sum(thread.is_alive() for thread in self._threads)
-
     def _serve(self) -> None:
         if self._hooks is not None:
             self._hooks.adopt_thread()

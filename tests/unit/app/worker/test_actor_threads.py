@@ -41,7 +41,7 @@ def test_at_most_max_workers_daemon_threads_run_at_once() -> None:
         pool.shutdown()
     assert names == {"actor_0", "actor_1", "actor_2"}
     assert all(thread.daemon for thread in seen)
-    assert pool.alive() == 0
+    assert not any(thread.is_alive() for thread in seen)
 
 
 def test_shutdown_cancels_queued_jobs_and_refuses_new_ones() -> None:
@@ -65,10 +65,18 @@ def test_a_thread_stuck_in_a_job_does_not_hold_shutdown_without_wait() -> None:
     it does not keep the process alive either."""
     pool = ActorThreads(1)
     stuck = threading.Event()
-    pool.submit(stuck.wait)
+    threads: list[threading.Thread] = []
+
+    def wait_stuck() -> None:
+        threads.append(threading.current_thread())
+        stuck.wait()
+
+    started = pool.submit(wait_stuck)
     pool.shutdown(wait=False)
-    assert pool.alive() == 1
+    assert not started.done()
     stuck.set()
+    started.result(timeout=5)
+    assert threads[0].daemon
 
 
 def test_max_workers_must_be_positive() -> None:
