@@ -18,7 +18,6 @@ these transactions, so a run still waits for another run to finish.
 
 from __future__ import annotations
 
-import socket
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from datetime import timedelta
@@ -26,6 +25,7 @@ from typing import Any, Final, TypeAlias
 
 import asyncpg
 
+from taskq.adapters.postgres.driver import connect_reason as _reason
 from taskq.adapters.postgres.dsn import dsn_location, scrub_password
 from taskq.adapters.postgres.migrator import (
     AppliedMigration,
@@ -58,21 +58,6 @@ _UNAVAILABLE: Final = (
     asyncpg.exceptions.OperatorInterventionError,
     asyncpg.InterfaceError,
 )
-
-
-def _reason(exc: BaseException) -> str:
-    """A short, credential-free reason a connection failed."""
-    text = str(exc)
-    if isinstance(exc, ConnectionRefusedError) or "[Errno 111]" in text:
-        return "connection refused"
-    if isinstance(exc, socket.gaierror):
-        return "unknown host"
-    if isinstance(exc, TimeoutError):
-        return "timed out"
-    if isinstance(exc, FileNotFoundError):
-        return "no server socket there"
-    first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
-    return first
 
 
 async def connect(
